@@ -21,7 +21,7 @@ use swizzledb_wal::{Archive, LogManager};
 
 use crate::error::Result;
 use crate::record::TxnEntry;
-use crate::restart::{read_checkpoint, ArchivedState};
+use crate::restart::{implausible_checkpoint, implausible_page, read_checkpoint, ArchivedState, MAX_TXN};
 
 /// How a logged database restarts after a crash.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -37,8 +37,9 @@ pub enum RestartMode {
     /// first fetch and by a background thread, and the losers rolled back by another (without
     /// record locks, before `open` returns). Needs [`crate::Builder::log_archive`]. When
     /// the archive cannot stand in for the log (it holds no analysis state — written by an
-    /// older version, or its last archiving failed — or does not reach back to the
-    /// checkpoint's redo LSN), restart is classical, and says so in a `log` message.
+    /// older version, or its last archiving failed —, holds a state or index no engine wrote,
+    /// or does not reach back to the checkpoint's redo LSN), restart is classical, and says
+    /// so in a `log` message.
     Instant,
 }
 
@@ -53,9 +54,14 @@ pub(crate) struct Plan {
 /// R22: whether instant restart can begin, and from what; `Ok(None)` (with the reason
 /// logged) when it must be classical.
 ///
+/// R22, R10: a state or an index no engine wrote — tables a checkpoint of a file of
+/// `known_pages` pages could not hold ([`implausible_checkpoint`]), a transaction number beyond
+/// any this engine gives, an index entry for page 0 or far beyond the state's pages — cannot
+/// stand in for the log either: restart is classical, and reads the log.
+///
 /// # Errors
 /// The checkpoint or the archive's newest run cannot be read.
-pub(crate) fn plan(log: &LogManager, archive: Option<&Archive>) -> Result<Option<Plan>> {
+pub(crate) fn plan(log: &LogManager, archive: Option<&Archive>, known_pages: u64) -> Result<Option<Plan>> {
     let refuse = |why: String| {
         log::info!("instant restart is not possible ({why}); restarting classically");
         Ok(None)
@@ -77,10 +83,28 @@ pub(crate) fn plan(log: &LogManager, archive: Option<&Archive>) -> Result<Option
     let Some((at, bytes)) = archive.newest_state()? else {
         return refuse("the archive's newest run holds no analysis state".into());
     };
-    match ArchivedState::decode(at, &bytes) {
-        Ok(state) => Ok(Some(Plan { redo_from, state })),
-        Err(why) => refuse(format!("the archive's analysis state at {at} is unreadable: {why}")),
+    let state = match ArchivedState::decode(at, &bytes) {
+        Ok(state) => state,
+        Err(why) => return refuse(format!("the archive's analysis state at {at} is unreadable: {why}")),
+    };
+    if let Some(why) = implausible_checkpoint(&state.tables, known_pages) {
+        return refuse(format!("the archive's analysis state at {at} is implausible: {why}"));
     }
+    let max_txn = state.tables.txns.iter().map(|t| t.txn.0).fold(state.max_txn, u64::max);
+    if max_txn >= MAX_TXN - 1 {
+        return refuse(format!(
+            "the archive's analysis state at {at} names transaction number {max_txn}, beyond any this engine gives"
+        ));
+    }
+    let page_count = state.tables.page_count;
+    let pages = archive.last_lsns_since(redo_from);
+    if let Some(why) = pages.iter().find_map(|&(p, _)| match PageId::new(p) {
+        Some(p) => implausible_page(p, page_count),
+        None => Some("an entry names page 0".into()),
+    }) {
+        return refuse(format!("the archive's index is implausible: {why}"));
+    }
+    Ok(Some(Plan { redo_from, state }))
 }
 
 /// Shards of the pending set.

@@ -438,6 +438,13 @@ impl Wal {
                 entries.push(ArchiveEntry { page: page.get(), lsn, body })?;
             }
         }
+        // R10, R22: a record no engine wrote (a page far beyond the allocated ones or page 0,
+        // an invalid tree name) is refused here as restart's analysis refuses it, before the
+        // run is written: its state would otherwise carry the record's allocation to instant
+        // restart, which grows the file to the state's page count.
+        if let Some((lsn, why)) = analysis.as_ref().and_then(Analysis::implausible) {
+            return Err(crate::error::Error::LogCorrupted { lsn: *lsn, reason: why.clone() });
+        }
         if how == Archiving::SkipEmpty && entries.is_empty() && to.0 - from.0 < EMPTY_RUN_BYTES {
             return Ok(None);
         }

@@ -603,7 +603,11 @@ impl Builder {
         // R3: torn page writes are put back before anything reads a page.
         let (area, torn) = self.restore_torn_pages(path, &log, archive.as_deref())?;
         if self.restart_mode == RestartMode::Instant {
-            if let Some(plan) = instant::plan(&log, archive.as_deref())? {
+            let known_pages = {
+                let (file, meta) = PageFile::open_logged(&*self.config.vfs, path, self.config.direct_io)?;
+                meta.page_count.max(file.len_pages()?)
+            };
+            if let Some(plan) = instant::plan(&log, archive.as_deref(), known_pages)? {
                 return self.restart_instant(path, locks, log, archive, plan, (area, torn));
             }
         }
@@ -673,6 +677,15 @@ impl Builder {
         let state = wal.archiver_state().ok_or_else(|| {
             Error::Log(LogError::BadConfig { reason: "the archiver lost its analysis state".into() })
         })?;
+        // R10: the tail's records may name transaction numbers no engine gives (the archiver
+        // refuses implausible pages, `Wal::archive_durable`); refused as classical restart does.
+        let max_txn = state.tables.txns.iter().map(|t| t.txn.0).fold(state.max_txn, u64::max);
+        if max_txn >= restart::MAX_TXN - 1 {
+            return Err(crate::redo::corrupted(
+                plan.state.at(),
+                format!("transaction number {max_txn} is beyond any this engine gives"),
+            ));
+        }
         let archive_ref = archive.as_deref().expect("instant::plan needs the archive");
         let pages: Vec<(PageId, Lsn)> = archive_ref
             .last_lsns_since(plan.redo_from)
@@ -706,7 +719,7 @@ impl Builder {
             swizzledb_buffer::BufferPool::open_recovered(path, &config, Arc::new(BTreeOwner), allocation)?;
         let wal = wal.with_pending(pending);
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
-        db.core.set_next_txn(state.max_txn.saturating_add(1));
+        db.core.set_next_txn(state.max_txn + 1);
         let mut stats = RestartStats {
             instant: true,
             analyzed,

@@ -214,6 +214,10 @@ pub(crate) struct Analysis {
 /// threads writing the longest values at once.
 pub(crate) const PAGE_SLACK: u64 = 1 << 18;
 
+/// R10: restart refuses a log or an archived state that names a transaction number at or
+/// beyond this less one: no engine gives one.
+pub(crate) const MAX_TXN: u64 = 1 << 62;
+
 /// R10: why the checkpoint `c` cannot be one an engine wrote for a file whose page 0 and
 /// length say `known_pages` pages: more pages than that by far, or a page of its tables at or
 /// beyond that count, or page 0 among them ([`implausible_page`]).
@@ -687,7 +691,7 @@ pub(crate) fn analyze_and_redo(
     if let Some((lsn, why)) = a.implausible() {
         return Err(corrupted(*lsn, why.clone()));
     }
-    let next_txn = a.max_txn.checked_add(1).filter(|&n| n < 1 << 62).ok_or_else(|| {
+    let next_txn = a.max_txn.checked_add(1).filter(|&n| n < MAX_TXN).ok_or_else(|| {
         corrupted(
             checkpoint.begin,
             format!("transaction number {} is beyond any this engine gives", a.max_txn),

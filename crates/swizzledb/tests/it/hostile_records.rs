@@ -36,8 +36,15 @@ fn key(i: u32) -> Vec<u8> {
     format!("key{i:07}").into_bytes()
 }
 
-fn builder() -> swizzledb::Builder {
-    Database::builder().page_size(PS).pool_bytes(64 * PS).checkpoint_interval(None)
+fn builder(instant: bool) -> swizzledb::Builder {
+    let b = Database::builder().page_size(PS).pool_bytes(64 * PS).checkpoint_interval(None);
+    if instant {
+        // R22: the clean close archives the whole log; the hostile records appended after it
+        // are the unarchived tail, which instant restart's archiver analyzes.
+        b.log_archive(true).restart_mode(swizzledb::RestartMode::Instant).lab(|l| l.archive_interval(None))
+    } else {
+        b
+    }
 }
 
 /// What the cases draw from: the intact file's pages, keys and LSNs.
@@ -50,8 +57,8 @@ struct World {
     lsns: Vec<Lsn>,
 }
 
-fn build(path: &Path) -> World {
-    let db = builder().create(path).unwrap();
+fn build(path: &Path, instant: bool) -> World {
+    let db = builder(instant).create(path).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut tx = db.begin();
     for i in 0..KEYS {
@@ -214,7 +221,7 @@ fn record(rng: &mut SmallRng, w: &World) -> Record {
 
 /// Reads the log and the file as the inspection commands do, then opens the database and
 /// drives it. `Err` for a result no engine may give; errors of the engine are outcomes.
-fn drive(path: &Path) -> Result<String, String> {
+fn drive(path: &Path, instant: bool) -> Result<String, String> {
     let mut out = String::new();
     if let Ok(records) = swizzledb::inspect::read_log(path) {
         for (n, r) in records.enumerate() {
@@ -229,8 +236,13 @@ fn drive(path: &Path) -> Result<String, String> {
     if let Ok(file) = swizzledb::inspect::DatabaseFile::open(path) {
         let _ = file.verify();
     }
-    let db = match builder().open(path) {
-        Ok(db) => db,
+    let db = match builder(instant).open(path) {
+        Ok(db) => {
+            if instant && !db.restart_stats().instant {
+                return Err("the restart was not instant".into());
+            }
+            db
+        }
         // Restart refuses the log naming the record, as damage (R10), whatever the record.
         Err(e @ swizzledb::Error::LogCorrupted { .. }) => return Ok(format!("open: {}", kind(&e))),
         Err(e) => return Err(format!("open refused the log with another error than LogCorrupted: {e:?}")),
@@ -282,10 +294,10 @@ fn kind(e: &swizzledb::Error) -> String {
     format!("{variant}: {}", e.to_string().chars().take(90).collect::<String>())
 }
 
-fn run(cases: u64, seed: u64) {
+fn run(cases: u64, seed: u64, instant: bool) {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base.swz");
-    let w = build(&base);
+    let w = build(&base, instant);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut failures = Vec::new();
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
@@ -304,7 +316,7 @@ fn run(cases: u64, seed: u64) {
         }
         log.close().unwrap();
         let at = path.clone();
-        match under_watchdog(move || drive(&at)) {
+        match under_watchdog(move || drive(&at, instant)) {
             Ok(outcome) => {
                 let len = std::fs::metadata(&path).map_or(0, |m| m.len());
                 if len > MAX_FILE {
@@ -326,5 +338,13 @@ fn run(cases: u64, seed: u64) {
 #[test]
 fn r10_hostile_well_formed_records_end_in_a_result_never_a_panic_or_a_hang() {
     let cases = std::env::var("SWIZZLEDB_HOSTILE_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
-    run(cases, 0x10C5);
+    run(cases, 0x10C5, false);
+}
+
+/// The same records under instant restart (R22), whose archiver analyzes them as the log's
+/// unarchived tail and stores what it found as the state restart opens with.
+#[test]
+fn r22_hostile_well_formed_records_end_in_a_result_never_a_panic_or_a_hang() {
+    let cases = std::env::var("SWIZZLEDB_HOSTILE_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
+    run(cases, 0x10C5, true);
 }

@@ -24,6 +24,7 @@ mod fix_timing;
 mod free_page_wal_rule;
 mod histories;
 mod honest_tools;
+mod hostile_archive;
 mod hostile_pages;
 mod hostile_records;
 mod in_memory;
