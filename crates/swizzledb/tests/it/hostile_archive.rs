@@ -186,8 +186,18 @@ fn drive(path: &Path, c: &Case) -> Result<String, String> {
             other => return Err(format!("key {i} after the open: {other:?}")),
         }
     }
-    if let Err(e) = t.insert(b"after", b"v") {
-        return typed("insert", &e);
+    // Inserts that allocate pages (from the free list the state gave), then every key again.
+    for i in 0..300u32 {
+        if let Err(e) = t.insert(format!("after{i:05}").as_bytes(), &[7; 100]) {
+            return typed("insert", &e);
+        }
+    }
+    for i in 0..KEYS {
+        match t.get(&key(i)) {
+            Ok(Some(v)) if v == format!("value {i}").as_bytes() => {}
+            Err(e) => return typed("get after inserts", &e),
+            other => return Err(format!("key {i} after the inserts: {other:?}")),
+        }
     }
     if let Err(e) = t.verify() {
         return typed("verify", &e);
