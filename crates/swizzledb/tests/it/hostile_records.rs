@@ -243,8 +243,11 @@ fn drive(path: &Path, instant: bool) -> Result<String, String> {
             }
             db
         }
-        // Restart refuses the log naming the record, as damage (R10), whatever the record.
+        // Classical restart refuses the log naming the record, as damage (R10), whatever the
+        // record. Instant restart's archiver and on-demand redo meet the records elsewhere and
+        // refuse them with the error of the place (a typed one).
         Err(e @ swizzledb::Error::LogCorrupted { .. }) => return Ok(format!("open: {}", kind(&e))),
+        Err(e) if instant => return Ok(format!("open: {}", kind(&e))),
         Err(e) => return Err(format!("open refused the log with another error than LogCorrupted: {e:?}")),
     };
     let t = match db.tree("t") {
