@@ -11,6 +11,7 @@ mod crash_test;
 mod dbmin;
 mod ding;
 mod doc_links;
+mod flags;
 mod import_circles;
 mod lersch;
 mod load;

@@ -31,9 +31,17 @@ pub fn parse_size(input: &str) -> Result<u64, String> {
 
 /// Parses a count: `20000`, `1_000_000`, `1,000,000`, `1e6`, `2.5e5`, `1k`, `1M`, `1G`
 /// (decimal suffixes: 1M = 1,000,000). The value must be a whole number.
+/// Commas group thousands only (`1,000,000`): a list such as `1000,2000` or a slip such as `2,1`
+/// is refused, not read as one number with the commas dropped.
 pub fn parse_count(input: &str) -> Result<u64, String> {
-    let s: String = input.trim().chars().filter(|&c| c != '_' && c != ',').collect();
     let bad = || format!("invalid count {input:?}; expected e.g. 1000000, 1_000_000, 1e6 or 1M");
+    if !thousands_grouped(input.trim()) {
+        return Err(format!(
+            "invalid count {input:?}: commas may only group thousands (1,000,000); this option takes \
+             one number, not a list"
+        ));
+    }
+    let s: String = input.trim().chars().filter(|&c| c != '_' && c != ',').collect();
     let (num, multiplier) = match s.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() && c != 'e' && c != 'E' => {
             let m = match c.to_ascii_lowercase() {
@@ -47,6 +55,23 @@ pub fn parse_count(input: &str) -> Result<u64, String> {
         _ => (s.as_str(), 1),
     };
     scale(num, multiplier).ok_or_else(bad)
+}
+
+/// Whether the commas of `s`, if any, group thousands: one to three digits before the first, and
+/// exactly three digits between commas and after the last (then a fraction, exponent or suffix
+/// may follow).
+fn thousands_grouped(s: &str) -> bool {
+    let mut groups = s.split(',');
+    let first = groups.next().unwrap_or_default();
+    let rest: Vec<&str> = groups.collect();
+    if rest.is_empty() {
+        return true;
+    }
+    let digits = |g: &str| g.bytes().take_while(u8::is_ascii_digit).count();
+    let last = rest.len() - 1;
+    (1..=3).contains(&first.len())
+        && digits(first) == first.len()
+        && rest.iter().enumerate().all(|(i, g)| digits(g) == 3 && (i == last || g.len() == 3))
 }
 
 /// A count of at least one.
@@ -291,6 +316,8 @@ mod tests {
         assert_eq!(parse_count("20000"), Ok(20_000));
         assert_eq!(parse_count("1_000_000"), Ok(1_000_000));
         assert_eq!(parse_count("1,000,000"), Ok(1_000_000));
+        assert_eq!(parse_count("12,345"), Ok(12_345));
+        assert_eq!(parse_count("1,500k"), Ok(1_500_000));
         assert_eq!(parse_count("1e6"), Ok(1_000_000));
         assert_eq!(parse_count("2.5e5"), Ok(250_000));
         assert_eq!(parse_count("1M"), Ok(1_000_000));
@@ -302,7 +329,24 @@ mod tests {
 
     #[test]
     fn bad_counts() {
-        for bad in ["", "M", "1.5", "1e-3", "-5", "1x", "1MiB", "1e400", "abc"] {
+        for bad in [
+            "",
+            "M",
+            "1.5",
+            "1e-3",
+            "-5",
+            "1x",
+            "1MiB",
+            "1e400",
+            "abc",
+            "2,1",
+            "1,,2",
+            "1000,2000",
+            ",",
+            "1,0000",
+            "1000,000",
+            "1,000,",
+        ] {
             assert!(parse_count(bad).is_err(), "{bad:?} was accepted");
         }
         assert!(parse_positive_count("0").is_err());

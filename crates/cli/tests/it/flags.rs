@@ -1,0 +1,37 @@
+//! Numeric and list options at their edges: each value below is refused before anything runs,
+//! with exit code 2 (README "Exit codes") and a message naming the option, and no result file is
+//! written.
+
+use std::process::Command;
+
+use crate::common::{Scratch, BIN};
+
+/// (command line, text the message must hold): every one a usage error found before any work.
+/// Each command takes `--duration`, `--repeat` and `--out`, added to its line.
+const REFUSED: &[(&[&str], &str)] = &[
+    // A count's commas group thousands; a list or a slip is not read as one number.
+    (&["bench", "lookup", "--records", "1000,2000"], "--records"),
+    (&["bench", "lookup", "--records", "2,1"], "--records"),
+    (&["bench", "insert", "--records", "1,,2"], "--records"),
+    (&["bench", "insert", "--preload", "1,0000"], "--preload"),
+    (&["bench", "emulator", "--data-pages", "1000,2000"], "--data-pages"),
+];
+
+#[test]
+fn edge_values_are_usage_errors() {
+    let scratch = Scratch::new("flags");
+    let out = scratch.0.join("out");
+    for (args, names) in REFUSED {
+        let o = Command::new(BIN)
+            .args(*args)
+            .args(["--duration", "0.05", "--repeat", "1"])
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(names), "{args:?}: the message does not name {names}: {stderr}");
+        assert!(!out.exists(), "{args:?} wrote results");
+    }
+}
