@@ -15,6 +15,23 @@ const REFUSED: &[(&[&str], &str)] = &[
     (&["bench", "insert", "--records", "1,,2"], "--records"),
     (&["bench", "insert", "--preload", "1,0000"], "--preload"),
     (&["bench", "emulator", "--data-pages", "1000,2000"], "--data-pages"),
+    // A writer's hold longer than a measurement would keep the run going past --duration (for
+    // years at the largest count).
+    (
+        &[
+            "bench",
+            "read-latency",
+            "--records",
+            "1000",
+            "--hot",
+            "100",
+            "--threads",
+            "1",
+            "--hold-us",
+            "1000000",
+        ],
+        "--hold-us",
+    ),
 ];
 
 #[test]

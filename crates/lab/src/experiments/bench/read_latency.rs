@@ -81,6 +81,16 @@ impl ReadLatencyArgs {
                 self.writer_keys, self.hot
             )));
         }
+        // The writer finishes the hold it is in when a measurement ends: a longer hold would keep
+        // the run going past --duration (for years at u64::MAX) and commit nothing measured.
+        if self.hold_us as f64 > self.duration * 1e6 {
+            return Err(Usage(format!(
+                "--hold-us {} is longer than a measurement (--duration {} s): the writer would \
+                 commit nothing while measured and the run would outlast --duration; lower \
+                 --hold-us or raise --duration",
+                self.hold_us, self.duration
+            )));
+        }
         Ok(())
     }
 }
