@@ -32,6 +32,12 @@ const REFUSED: &[(&[&str], &str)] = &[
         ],
         "--hold-us",
     ),
+    // An option's range is the one its workload takes, named by clap, not the type's.
+    (&["bench", "tpcc", "--items", "-1"], "100..=1000000"),
+    (&["bench", "tpcc", "--customers", "-1"], "30..=100000"),
+    (&["experiment", "graefe-fig14", "--items", "99"], "100..=1000000"),
+    (&["bench", "tpcb", "--branches", "-1"], "1..=10000"),
+    (&["experiment", "gilbert-pools", "--workload", "tpcb", "--branches", "50000"], "1..=10000"),
 ];
 
 #[test]

@@ -17,7 +17,7 @@ use crate::experiments::workload_options::{dedup, parse_on_off, run_logged, Work
 #[derive(Args, Debug)]
 pub struct TpcbArgs {
     /// Branches (the scale: 10 tellers and 100,000 accounts, about 10 MiB of records, each)
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     branches: u32,
     /// Log-archive settings, comma-separated: on, off. On: every checkpoint sorts the durable
     /// log's page changes into a run of an archive directory (Builder::log_archive). Applies

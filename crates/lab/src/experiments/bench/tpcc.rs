@@ -31,10 +31,10 @@ pub struct TpccArgs {
     warehouses: u32,
     /// Items, and stock records per warehouse (the specification's 100,000; fewer for a quick
     /// look: 100 to 1,000,000)
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(100..=1_000_000))]
     items: u32,
     /// Customers, and initial orders, per district (the specification's 3,000; 30 to 100,000)
-    #[arg(long, default_value_t = 3_000)]
+    #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u32).range(30..=100_000))]
     customers: u32,
     /// New-Order's reads of the fields no TPC-C transaction changes (items, W_TAX,
     /// C_DISCOUNT): on, committed reads outside the transaction's isolation, with no record

@@ -48,7 +48,7 @@ pub struct PoolsArgs {
     #[arg(long)]
     small_catalog: bool,
     /// TPC-B branches (about 10 MiB of records each; the thesis ran 500)
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     branches: u32,
     /// Replacement policies, comma-separated (the thesis compared random, gclock and car)
     #[arg(long, default_value = "random,gclock,car", value_delimiter = ',')]

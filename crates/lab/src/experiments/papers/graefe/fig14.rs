@@ -40,10 +40,10 @@ pub struct Fig14Args {
     warehouses: u32,
     /// Items, and stock records per warehouse (the specification's 100,000; fewer for a quick
     /// look: 100 to 1,000,000)
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(100..=1_000_000))]
     items: u32,
     /// Customers, and initial orders, per district (the specification's 3,000; 30 to 100,000)
-    #[arg(long, default_value_t = 3_000)]
+    #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u32).range(30..=100_000))]
     customers: u32,
     /// Thread counts, comma-separated (the paper ran 12 clients on many cores)
     #[arg(long, default_value = "1", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
