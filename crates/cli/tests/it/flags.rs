@@ -58,3 +58,29 @@ fn edge_values_are_usage_errors() {
         assert!(!out.exists(), "{args:?} wrote results");
     }
 }
+
+/// `bench read-latency` divides its reads and commits by the time they took: a tiny --duration
+/// does not make billions of reads per second on one thread.
+#[test]
+fn read_latency_rates_are_per_second_taken() {
+    let scratch = Scratch::new("flags-rates");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["bench", "read-latency", "--records", "2000", "--hot", "100", "--threads", "1"])
+        .args(["--hold-us", "0", "--duration", "1e-9", "--repeat", "1"])
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = crate::common::Table::read(&out.join("read-latency.csv"));
+    for col in ["reads_per_sec", "writer_commits_per_sec"] {
+        let c = table.col(col);
+        for row in &table.rows {
+            let rate: f64 = row[c].parse().unwrap();
+            assert!(rate < 1e9, "{col} {rate} on one thread: {row:?}");
+        }
+    }
+}

@@ -261,6 +261,9 @@ struct Measured {
     commits: u64,
     /// Writer transactions rolled back after a refused lock.
     retries: u64,
+    /// Seconds from the start until every thread had stopped: the time the reads and commits
+    /// counted took (at least --duration; far more than a tiny one).
+    secs: f64,
 }
 
 /// Runs one measurement: the writer and `threads` readers of `kind` for `--duration`.
@@ -277,6 +280,7 @@ fn measure(
     let barrier = Barrier::new(usize::from(threads) + 2);
     let failed: Mutex<Option<String>> = Mutex::new(None);
     let mut hists = (0..threads).map(|_| new_histogram()).collect::<Result<Vec<_>, _>>()?;
+    let mut started = None;
     std::thread::scope(|s| {
         {
             let (stop, commits, retries, barrier, failed) = (&stop, &commits, &retries, &barrier, &failed);
@@ -302,9 +306,11 @@ fn measure(
             });
         }
         barrier.wait();
+        started = Some(Instant::now());
         std::thread::sleep(Duration::from_secs_f64(args.duration));
         stop.store(true, Ordering::Relaxed);
     });
+    let secs = started.map_or(args.duration, |t| t.elapsed().as_secs_f64());
     if let Some(e) = failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         return Err(e.into());
     }
@@ -312,7 +318,7 @@ fn measure(
     for h in &hists {
         hist.add(h).map_err(|e| format!("merging latency histograms: {e:?}"))?;
     }
-    Ok(Measured { hist, commits: commits.into_inner(), retries: retries.into_inner() })
+    Ok(Measured { hist, commits: commits.into_inner(), retries: retries.into_inner(), secs })
 }
 
 /// Runs `bench read-latency`.
@@ -381,7 +387,10 @@ impl Experiment for ReadLatencyArgs {
             for threads in self.thread_counts() {
                 for kind in Kind::ALL {
                     let m = measure(&db, &t, self, kind, threads)?;
-                    let secs = self.duration;
+                    // Per second of the time the counted reads took, not of --duration: the
+                    // reads in flight at the stop finish after it, which a tiny --duration
+                    // (1e-9) turned into billions of reads per second.
+                    let secs = m.secs;
                     let reads = m.hist.len();
                     let us = |ns: u64| if reads == 0 { f64::NAN } else { ns as f64 / 1000.0 };
                     rows.push(Row {
