@@ -59,28 +59,39 @@ fn edge_values_are_usage_errors() {
     }
 }
 
-/// `bench read-latency` divides its reads and commits by the time they took: a tiny --duration
-/// does not make billions of reads per second on one thread.
+/// `bench read-latency` and `bench isolation` divide the work they count by the time it took: a
+/// tiny --duration does not make billions of operations per second on one thread.
 #[test]
-fn read_latency_rates_are_per_second_taken() {
+fn rates_are_per_second_taken() {
     let scratch = Scratch::new("flags-rates");
     let out = scratch.0.join("out");
-    let o = Command::new(BIN)
-        .args(["bench", "read-latency", "--records", "2000", "--hot", "100", "--threads", "1"])
-        .args(["--hold-us", "0", "--duration", "1e-9", "--repeat", "1"])
-        .arg("--dir")
-        .arg(&scratch.0)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let table = crate::common::Table::read(&out.join("read-latency.csv"));
-    for col in ["reads_per_sec", "writer_commits_per_sec"] {
-        let c = table.col(col);
-        for row in &table.rows {
-            let rate: f64 = row[c].parse().unwrap();
-            assert!(rate < 1e9, "{col} {rate} on one thread: {row:?}");
+    let benches: [(&[&str], &str, &[&str]); 2] = [
+        (
+            &["read-latency", "--hot", "100", "--hold-us", "0"],
+            "read-latency.csv",
+            &["reads_per_sec", "writer_commits_per_sec"],
+        ),
+        (&["isolation", "--scan-len", "10"], "isolation.csv", &["per_sec", "records_per_sec"]),
+    ];
+    for (args, file, cols) in benches {
+        let o = Command::new(BIN)
+            .arg("bench")
+            .args(args)
+            .args(["--records", "2000", "--threads", "1", "--duration", "1e-9", "--repeat", "1"])
+            .arg("--dir")
+            .arg(&scratch.0)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let table = crate::common::Table::read(&out.join(file));
+        for col in cols {
+            let c = table.col(col);
+            for row in &table.rows {
+                let rate: f64 = row[c].parse().unwrap();
+                assert!(rate < 1e9, "{args:?}: {col} {rate} on one thread: {row:?}");
+            }
         }
     }
 }

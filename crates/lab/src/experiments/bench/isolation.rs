@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use swizzledb::{CommitMode, Database, Error as DbError, Tree};
 
 use crate::experiments::workload_options::dedup;
@@ -161,15 +161,21 @@ fn open(dir: &Path, locking: bool, records: u64) -> Result<(Database, Tree), Box
     Ok((db, t))
 }
 
-/// Runs one measurement: `threads` threads run `mix` for `duration`.
+/// What one measurement counted: transactions, records, attempts, lock requests, and seconds.
+type Counted = (u64, u64, u64, u64, f64);
+
+/// Runs one measurement: `threads` threads run `mix` for `duration`. Returns the transactions,
+/// records and attempts done, the lock requests, and the seconds from the start until every
+/// thread had stopped (the time those took: at least `duration`, far more than a tiny one).
 fn measure(
     db: &Database,
     t: &Tree,
     args: &IsolationArgs,
     mix: Mix,
     threads: u16,
-) -> Result<(u64, u64, u64, u64), Box<dyn Error>> {
+) -> Result<Counted, Box<dyn Error>> {
     let stop = AtomicBool::new(false);
+    let mut started = None;
     let (done, records, attempts) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let locks_before = db.lock_stats().map_or(0, |s| s.requests);
     let barrier = Barrier::new(usize::from(threads) + 1);
@@ -259,14 +265,16 @@ fn measure(
             });
         }
         barrier.wait();
+        started = Some(Instant::now());
         std::thread::sleep(Duration::from_secs_f64(args.duration));
         stop.store(true, Ordering::Relaxed);
     });
+    let secs = started.map_or(args.duration, |t| t.elapsed().as_secs_f64());
     if let Some(e) = failed.into_inner().unwrap() {
         return Err(format!("{} failed: {e}", mix.name()).into());
     }
     let locks = db.lock_stats().map_or(0, |s| s.requests) - locks_before;
-    Ok((done.into_inner(), records.into_inner(), attempts.into_inner(), locks))
+    Ok((done.into_inner(), records.into_inner(), attempts.into_inner(), locks, secs))
 }
 
 /// Runs `bench isolation`.
@@ -326,8 +334,8 @@ impl Experiment for IsolationArgs {
                 for mix in Mix::ALL {
                     for (db, t) in &dbs {
                         let locking = db.lock_stats().is_some();
-                        let (n, recs, tries, locks) = measure(db, t, self, mix, threads)?;
-                        let secs = self.duration;
+                        // Per second of the time the counted work took, not of --duration.
+                        let (n, recs, tries, locks, secs) = measure(db, t, self, mix, threads)?;
                         rows.push(Row {
                             mix,
                             locking,
