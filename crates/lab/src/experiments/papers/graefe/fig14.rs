@@ -387,7 +387,7 @@ mod tests {
     }
 
     /// The tiny scale: a row per mode and setting, the chart and the four checks; items and
-    /// customers out of range are refused before anything runs.
+    /// customers out of range are refused as the arguments are parsed.
     #[test]
     fn tiny_scale_makes_rows_a_chart_and_the_checks() {
         use clap::Parser;
@@ -403,8 +403,12 @@ mod tests {
         assert_eq!(rows.len(), 3 * 4, "three modes, four settings");
         assert!(!p.charts(&results).is_empty());
         assert_eq!(p.checks(&results).len(), 4);
-        let refused = |extra: &[&str]| plan(&parse(extra)).err().map(|e| e.0).unwrap_or_default();
-        assert!(refused(&["--items", "99"]).contains("items"));
-        assert!(refused(&["--customers", "29"]).contains("customers"));
+        // Out of the workload's range: refused as the arguments are parsed.
+        let refused = |extra: &[&str]| {
+            let base = ["t", "--warehouses", "1", "--dir", d];
+            TestCli::try_parse_from(base.iter().chain(extra)).err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        assert!(refused(&["--items", "99"]).contains("100..=1000000"));
+        assert!(refused(&["--customers", "29"]).contains("30..=100000"));
     }
 }
