@@ -9,7 +9,8 @@
 //! records) and driven: get, both scans, an insert, verify, close — on a thread under a
 //! watchdog. Asserted: every step ends, none panics, the data file does not grow past a
 //! bound (a record naming a page far beyond the file must not make restart write there), and
-//! an open that fails names the damage (`Error::LogCorrupted`). Whether a case's open fails,
+//! a classical open that fails names the damage (`Error::LogCorrupted`; an instant one, a
+//! typed error of the place that met the record). Whether a case's open fails,
 //! or a later step gives a typed error, or the database takes the records as written is
 //! printed, not asserted: a well-formed record may be a change an engine could have made.
 
