@@ -544,26 +544,12 @@ impl Core {
                     reason: format!("the undo chain of {txn} reaches a record of {owner}"),
                 });
             }
-            let next = match rec {
-                Record::Leaf { undo_next: Some(next), .. } => next,
-                Record::Leaf { undo_next: None, tree, change, prev, .. } => {
-                    // Checked before the change is undone: a chain that does not go back
-                    // would undo it again, and again.
-                    if prev >= cursor {
-                        return Err(backward(txn, cursor, prev));
-                    }
-                    each(tree, &change, prev).map_err(|e| match e {
-                        // The record names a tree the catalog never had: the log is damaged.
-                        Error::TreeNotFound(name) => Error::LogCorrupted {
-                            lsn: cursor,
-                            reason: format!("the change to undo is of a tree that does not exist ({name})"),
-                        },
-                        other => other,
-                    })?;
-                    prev
-                }
-                Record::Begin { .. } => Lsn(0),
-                Record::Abort { prev, .. } | Record::Commit { prev, .. } => prev,
+            // The next record to read, and the change this one asks to undo.
+            let (next, undo) = match rec {
+                Record::Leaf { undo_next: Some(next), .. } => (next, None),
+                Record::Leaf { undo_next: None, tree, change, prev, .. } => (prev, Some((tree, change))),
+                Record::Begin { .. } => (Lsn(0), None),
+                Record::Abort { prev, .. } | Record::Commit { prev, .. } => (prev, None),
                 // An unfinished transaction's undo chain reaches none of these (R6): the log
                 // is damaged.
                 other @ (Record::End { .. }
@@ -582,9 +568,25 @@ impl Core {
             };
             // R6: a transaction's records link to earlier ones only. A link that does not go
             // back (a record that checks out but was never written so) would be followed
-            // forever.
+            // forever, undoing its change again and again: checked before the change is undone.
             if next >= cursor {
-                return Err(backward(txn, cursor, next));
+                return Err(Error::LogCorrupted {
+                    lsn: cursor,
+                    reason: format!(
+                        "the undo chain of {txn} does not go back: the record links to LSN {}, not to an earlier one",
+                        next.0
+                    ),
+                });
+            }
+            if let Some((tree, change)) = undo {
+                each(tree, &change, next).map_err(|e| match e {
+                    // The record names a tree the catalog never had: the log is damaged.
+                    Error::TreeNotFound(name) => Error::LogCorrupted {
+                        lsn: cursor,
+                        reason: format!("the change to undo is of a tree that does not exist ({name})"),
+                    },
+                    other => other,
+                })?;
             }
             cursor = next;
         }
@@ -815,17 +817,5 @@ fn retried(e: &Error, snapshot: bool, too_old_left: bool) -> bool {
         Error::WriteConflict { .. } => snapshot,
         Error::SnapshotTooOld { .. } => snapshot && too_old_left,
         _ => false,
-    }
-}
-
-/// R6, R10: the error for an undo chain whose record at `at` links to `next`, not to an
-/// earlier record.
-fn backward(txn: TxnId, at: Lsn, next: Lsn) -> Error {
-    Error::LogCorrupted {
-        lsn: at,
-        reason: format!(
-            "the undo chain of {txn} does not go back: the record links to LSN {}, not to an earlier one",
-            next.0
-        ),
     }
 }

@@ -21,7 +21,7 @@ use swizzledb_wal::{Archive, LogManager};
 
 use crate::error::Result;
 use crate::record::TxnEntry;
-use crate::restart::{implausible_checkpoint, implausible_page, read_checkpoint, ArchivedState, MAX_TXN};
+use crate::restart::{implausible_checkpoint, implausible_page, read_checkpoint, ArchivedState};
 
 /// How a logged database restarts after a crash.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -90,11 +90,8 @@ pub(crate) fn plan(log: &LogManager, archive: Option<&Archive>, known_pages: u64
     if let Some(why) = implausible_checkpoint(&state.tables, known_pages) {
         return refuse(format!("the archive's analysis state at {at} is implausible: {why}"));
     }
-    let max_txn = state.tables.txns.iter().map(|t| t.txn.0).fold(state.max_txn, u64::max);
-    if max_txn >= MAX_TXN - 1 {
-        return refuse(format!(
-            "the archive's analysis state at {at} names transaction number {max_txn}, beyond any this engine gives"
-        ));
+    if let Err(why) = state.next_txn() {
+        return refuse(format!("the archive's analysis state at {at} is implausible: {why}"));
     }
     let page_count = state.tables.page_count;
     let pages = archive.last_lsns_since(redo_from);

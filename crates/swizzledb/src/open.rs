@@ -679,13 +679,7 @@ impl Builder {
         })?;
         // R10: the tail's records may name transaction numbers no engine gives (the archiver
         // refuses implausible pages, `Wal::archive_durable`); refused as classical restart does.
-        let max_txn = state.tables.txns.iter().map(|t| t.txn.0).fold(state.max_txn, u64::max);
-        if max_txn >= restart::MAX_TXN - 1 {
-            return Err(crate::redo::corrupted(
-                plan.state.at(),
-                format!("transaction number {max_txn} is beyond any this engine gives"),
-            ));
-        }
+        let next_txn = state.next_txn().map_err(|why| crate::redo::corrupted(plan.state.at(), why))?;
         let archive_ref = archive.as_deref().expect("instant::plan needs the archive");
         let pages: Vec<(PageId, Lsn)> = archive_ref
             .last_lsns_since(plan.redo_from)
@@ -719,7 +713,7 @@ impl Builder {
             swizzledb_buffer::BufferPool::open_recovered(path, &config, Arc::new(BTreeOwner), allocation)?;
         let wal = wal.with_pending(pending);
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
-        db.core.set_next_txn(state.max_txn + 1);
+        db.core.set_next_txn(next_txn);
         let mut stats = RestartStats {
             instant: true,
             analyzed,

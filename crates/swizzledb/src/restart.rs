@@ -216,7 +216,16 @@ pub(crate) const PAGE_SLACK: u64 = 1 << 18;
 
 /// R10: restart refuses a log or an archived state that names a transaction number at or
 /// beyond this less one: no engine gives one.
-pub(crate) const MAX_TXN: u64 = 1 << 62;
+const MAX_TXN: u64 = 1 << 62;
+
+/// R10: the transaction number after `max_txn`, the largest a log or an archived state names;
+/// the reason it cannot be one an engine wrote if it is beyond any this engine gives.
+pub(crate) fn next_txn(max_txn: u64) -> std::result::Result<u64, String> {
+    max_txn
+        .checked_add(1)
+        .filter(|&n| n < MAX_TXN)
+        .ok_or_else(|| format!("transaction number {max_txn} is beyond any this engine gives"))
+}
 
 /// R10: why the checkpoint `c` cannot be one an engine wrote for a file whose page 0 and
 /// length say `known_pages` pages: more pages than that by far, or a page of its tables at or
@@ -268,6 +277,11 @@ pub(crate) struct ArchivedState {
 }
 
 impl ArchivedState {
+    /// R10: the transaction number after every one the state names ([`next_txn`]).
+    pub(crate) fn next_txn(&self) -> std::result::Result<u64, String> {
+        next_txn(self.tables.txns.iter().map(|t| t.txn.0).fold(self.max_txn, u64::max))
+    }
+
     /// The LSN the state is as of (the end of the records analyzed).
     pub(crate) fn at(&self) -> Lsn {
         self.tables.begin
@@ -372,9 +386,14 @@ impl Analysis {
 
     /// R10: notes the first record that names an implausible page ([`implausible_page`]).
     fn check_page(&mut self, page: PageId, lsn: Lsn) {
-        if self.implausible.is_none() {
-            self.implausible = implausible_page(page, self.page_count).map(|why| (lsn, why));
+        if let Some(why) = implausible_page(page, self.page_count) {
+            self.note_implausible(lsn, why);
         }
+    }
+
+    /// R10: keeps the first reason a record cannot be one an engine wrote.
+    fn note_implausible(&mut self, lsn: Lsn, why: String) {
+        self.implausible.get_or_insert((lsn, why));
     }
 
     /// R10: the first record that named a page no engine could have reached, and why.
@@ -544,10 +563,10 @@ impl Analysis {
             }
             Record::CreateTree { name, root } => {
                 if let Err(why) = swizzledb_buffer::validate_tree_name(name) {
-                    if self.implausible.is_none() {
-                        self.implausible =
-                            Some((lsn, format!("a record creates a tree whose name no engine takes: {why}")));
-                    }
+                    self.note_implausible(
+                        lsn,
+                        format!("a record creates a tree whose name no engine takes: {why}"),
+                    );
                 }
                 self.catalog.insert(name.clone(), *root);
                 self.allocated(*root, lsn);
@@ -691,12 +710,7 @@ pub(crate) fn analyze_and_redo(
     if let Some((lsn, why)) = a.implausible() {
         return Err(corrupted(*lsn, why.clone()));
     }
-    let next_txn = a.max_txn.checked_add(1).filter(|&n| n < MAX_TXN).ok_or_else(|| {
-        corrupted(
-            checkpoint.begin,
-            format!("transaction number {} is beyond any this engine gives", a.max_txn),
-        )
-    })?;
+    let next_txn = next_txn(a.max_txn).map_err(|why| corrupted(checkpoint.begin, why))?;
 
     let mut pages = RedoPages {
         file: &file,
