@@ -728,8 +728,8 @@ impl PageFile {
     ///
     /// # Errors
     /// [`BufferError::PageSizeMismatch`] if `meta.page_size` is not this file's page size;
-    /// [`BufferError::Corrupted`] naming the page if `meta.free_pages` holds page 0, a page at or
-    /// beyond `page_count`, or a page twice (in-memory state is wrong; nothing is written);
+    /// [`BufferError::Corrupted`] naming the page if the allocation is inconsistent
+    /// ([`Meta::check_allocation`]: in-memory state is wrong; nothing is written);
     /// [`BufferError::CatalogFull`] or [`BufferError::Config`] from [`Meta::encode`];
     /// [`BufferError::Io`] / [`BufferError::PreviousIoError`] as for
     /// [`write_page`](Self::write_page).
@@ -742,20 +742,9 @@ impl PageFile {
                 requested: meta.page_size,
             });
         }
-        let mut seen = HashSet::with_capacity(meta.free_pages.len());
-        for &id in &meta.free_pages {
-            let problem = if id == PageId::META {
-                "the metadata page cannot be free"
-            } else if id.get() >= meta.page_count {
-                "listed as free but beyond the page count"
-            } else if !seen.insert(id) {
-                "listed as free twice"
-            } else {
-                continue;
-            };
-            return Err(
-                self.corrupted(id, format!("{problem} (in-memory free list is wrong; metadata not written)"))
-            );
+        if let Err((id, problem)) = meta.check_allocation() {
+            return Err(self
+                .corrupted(id, format!("{problem} (in-memory allocation is wrong; metadata not written)")));
         }
         // Encode first so a full catalog is reported before anything is written.
         let mut meta_page = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
@@ -1166,8 +1155,9 @@ mod tests {
             Err(BufferError::PageSizeMismatch { found: 4096, requested: 8192, .. })
         ));
         let mut m2 = m.clone();
+        m2.page_count = 1000;
         for i in 0..100 {
-            m2.trees.insert(format!("tree-with-a-rather-long-name-{i:030}"), pid(1));
+            m2.trees.insert(format!("tree-with-a-rather-long-name-{i:030}"), pid(500 + i));
         }
         assert!(matches!(pf.write_meta(&m2), Err(BufferError::CatalogFull { trees: 102 })));
         // None of the rejected calls changed the file or made it unusable.

@@ -181,6 +181,35 @@ impl Meta {
         }
     }
 
+    /// F16: the allocation is consistent: no free page is page 0, at or beyond the page count,
+    /// or listed twice; no tree's root is free; no two trees share a root. `Err` names the
+    /// first page found wrong and what is wrong with it.
+    pub fn check_allocation(&self) -> std::result::Result<(), (PageId, String)> {
+        let mut free = std::collections::HashSet::with_capacity(self.free_pages.len());
+        for &id in &self.free_pages {
+            let problem = if id == PageId::META {
+                "the metadata page cannot be free"
+            } else if id.get() >= self.page_count {
+                "listed as free but beyond the page count"
+            } else if !free.insert(id) {
+                "listed as free twice"
+            } else {
+                continue;
+            };
+            return Err((id, problem.to_string()));
+        }
+        let mut roots: std::collections::HashMap<PageId, &str> = std::collections::HashMap::new();
+        for (name, &root) in &self.trees {
+            if free.contains(&root) {
+                return Err((root, format!("the root of tree {name:?} is listed as free")));
+            }
+            if let Some(other) = roots.insert(root, name) {
+                return Err((root, format!("the root of both tree {other:?} and tree {name:?}")));
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes of page 0 that [`encode`](Self::encode) needs for this catalog; it fits if this
     /// is at most `page_size`.
     #[must_use]
@@ -370,6 +399,39 @@ mod tests {
         m.trees.insert("users".into(), pid(2));
         m.trees.insert("ünïcödé".into(), pid(9));
         m
+    }
+
+    #[test]
+    fn f16_an_allocation_that_contradicts_itself_is_named() {
+        assert_eq!(sample().check_allocation(), Ok(()));
+        type Case = (fn(&mut Meta), u64, &'static str);
+        let cases: [Case; 6] = [
+            (|m| m.free_pages.push(PageId::META), 0, "metadata page"),
+            (|m| m.free_pages.push(pid(10)), 10, "beyond the page count"),
+            (|m| m.free_pages.push(pid(7)), 7, "free twice"),
+            (|m| m.free_pages.push(pid(2)), 2, "root of tree \"users\" is listed as free"),
+            (
+                |m| {
+                    m.trees.insert("orders".into(), pid(9));
+                },
+                9,
+                "root of both tree",
+            ),
+            (
+                |m| {
+                    m.trees.insert("zz".into(), pid(2));
+                },
+                2,
+                "\"users\" and tree \"zz\"",
+            ),
+        ];
+        for (change, page, what) in cases {
+            let mut m = sample();
+            change(&mut m);
+            let (id, problem) = m.check_allocation().expect_err(what);
+            assert_eq!(id.get(), page, "{problem}");
+            assert!(problem.contains(what), "{problem:?} lacks {what:?}");
+        }
     }
 
     #[test]

@@ -229,13 +229,27 @@ pub(crate) fn next_txn(max_txn: u64) -> std::result::Result<u64, String> {
 
 /// R10: why the checkpoint `c` cannot be one an engine wrote for a file whose page 0 and
 /// length say `known_pages` pages: more pages than that by far, or a page of its tables at or
-/// beyond that count, or page 0 among them ([`implausible_page`]).
+/// beyond that count, or page 0 among them ([`implausible_page`]), or a catalog that gives two
+/// trees one root or lists a root free (buffer F16).
 pub(crate) fn implausible_checkpoint(c: &Checkpoint, known_pages: u64) -> Option<String> {
     if c.page_count >= known_pages.saturating_add(PAGE_SLACK) {
         return Some(format!(
             "the checkpoint counts {} pages, and the file holds {known_pages}: no change reaches that far",
             c.page_count
         ));
+    }
+    let mut roots = HashMap::new();
+    for (name, root) in &c.catalog {
+        if let Some(other) = roots.insert(*root, name) {
+            return Some(format!(
+                "page {root} is the root of both tree {other:?} and tree {name:?} (in the checkpoint)"
+            ));
+        }
+        if c.free.contains(root) {
+            return Some(format!(
+                "page {root}, the root of tree {name:?}, is listed free (in the checkpoint)"
+            ));
+        }
     }
     let pages = c.dirty.iter().map(|(p, _)| *p).chain(c.free.iter().copied());
     pages
@@ -524,6 +538,12 @@ impl Analysis {
         }
         for p in freed {
             self.check_page(*p, lsn);
+            // Roots are never freed while their tree is in the catalog (buffer B5, R23).
+            if let Some((name, _)) = self.catalog.iter().find(|(_, root)| *root == p) {
+                let why =
+                    format!("a record frees page {p}, the root of tree {name:?}, which no record dropped");
+                self.note_implausible(lsn, why);
+            }
             self.free.insert(*p);
             // R9, R19: a freed page's changes no longer matter (it comes back only with a new
             // image), and the pool no longer lists it as dirty: redo does not read it. Its copy
@@ -567,6 +587,12 @@ impl Analysis {
                         lsn,
                         format!("a record creates a tree whose name no engine takes: {why}"),
                     );
+                }
+                if let Some((other, _)) = self.catalog.iter().find(|(n, r)| *r == root && *n != name) {
+                    let why = format!(
+                        "a record creates tree {name:?} with root {root}, the root of tree {other:?}"
+                    );
+                    self.note_implausible(lsn, why);
                 }
                 self.catalog.insert(name.clone(), *root);
                 self.allocated(*root, lsn);

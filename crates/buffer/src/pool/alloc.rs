@@ -17,7 +17,8 @@ impl BufferPool {
     /// fixed exclusively.
     ///
     /// # Errors
-    /// No free frame (PoolExhausted / MemoryLimit) or I/O errors during eviction.
+    /// No free frame (PoolExhausted / MemoryLimit) or I/O errors during eviction; `Corrupted`
+    /// when the free-page list names a page that is resident, so in use (B3b).
     pub fn allocate_page(&self) -> Result<PageGuard<'_, Exclusive>> {
         let f = self.grab_free_frame()?;
         let pid = {
@@ -33,8 +34,18 @@ impl BufferPool {
         let d = self.desc(f);
         d.latch.lock_exclusive();
         d.page_id.store(pid.get(), Relaxed);
-        let inserted = self.table.insert_if_absent(pid, f);
-        debug_assert!(inserted.is_ok(), "B3: a newly allocated page cannot be resident");
+        if self.table.insert_if_absent(pid, f).is_err() {
+            // B3b: the free-page list names a page the table holds, one in use. Its id leaves
+            // the list (the page is not free), the frame goes back, and nothing is formatted.
+            d.latch.unlock_exclusive();
+            self.push_free(f);
+            return Err(self.corrupted(
+                pid,
+                "it is on the free-page list but in use (resident in the pool): the free list, \
+                 or the log or checkpoint it was rebuilt from, is damaged; nothing was overwritten \
+                 — copy the database aside and run `swizzledb verify` on the copy",
+            ));
+        }
         // SAFETY: B1 — exclusive latch on a frame taken from the free list.
         let page = unsafe { self.page_mut(f) };
         page::format(page, pid, PageType::Leaf, 0);

@@ -413,6 +413,15 @@ impl BufferPool {
         config: &PoolConfig,
         owner: Arc<dyn PageOwner>,
     ) -> Result<BufferPool> {
+        // F16: an allocation whose free list or catalog contradicts itself (a damaged page 0 or
+        // free chain, or a log that restart rebuilt it from) is refused before any page is used.
+        if let Err((page, problem)) = meta.check_allocation() {
+            return Err(BufferError::Corrupted {
+                file: file.path().to_path_buf(),
+                page,
+                reason: format!("{problem}: the database's allocation is damaged; copy it aside and run `swizzledb verify` on the copy"),
+            });
+        }
         let opened = FileState::of(&meta);
         if let Some(area) = &config.double_write {
             file.use_double_write(Arc::clone(area));

@@ -352,3 +352,101 @@ fn r22_hostile_well_formed_records_end_in_a_result_never_a_panic_or_a_hang() {
     let cases = std::env::var("SWIZZLEDB_HOSTILE_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
     run(cases, 0x10C5, true);
 }
+
+/// Buffer F16, R10: records that would leave a catalog no engine keeps — a tree created with
+/// another tree's root, the root of a tree in the catalog freed, a checkpoint whose catalog
+/// gives two trees one root or lists a root free — are refused as damage naming the record,
+/// by a classical restart and by an instant one (which reads no checkpoint of the tail, and
+/// then opens with the intact catalog): kept, one tree's changes would overwrite another's, or
+/// the next allocation would format a root over its tree.
+#[test]
+fn hostile_catalog_records_are_refused_naming_the_record() {
+    for instant in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("base.swz");
+        let w = build(&base, instant);
+        let root = PageId::new(w.root).unwrap();
+        let begin = *w.lsns.last().unwrap();
+        let checkpoint = |catalog: Vec<(String, PageId)>, free: Vec<PageId>| {
+            Record::CheckpointEnd(Box::new(Checkpoint {
+                begin,
+                dirty: Vec::new(),
+                txns: Vec::new(),
+                page_count: w.pages,
+                free,
+                catalog,
+                parts: 0,
+            }))
+        };
+        let cases = [
+            ("a tree created with another's root", Record::CreateTree { name: "u".into(), root }),
+            ("a root freed", Record::Structure { pages: Vec::new(), freed: vec![root] }),
+            (
+                "a checkpoint giving two trees one root",
+                checkpoint(vec![("t".into(), root), ("u".into(), root)], vec![]),
+            ),
+            ("a checkpoint listing a root free", checkpoint(vec![("t".into(), root)], vec![root])),
+        ];
+        for (n, (what, record)) in cases.into_iter().enumerate() {
+            let path = dir.path().join(format!("case{n}.swz"));
+            std::fs::copy(&base, &path).unwrap();
+            copy_dir(&swizzledb::wal_dir(&base), &swizzledb::wal_dir(&path));
+            let log = LogManager::open(LogConfig::new(swizzledb::wal_dir(&path))).unwrap();
+            let at = log.append(&record.encode()).unwrap();
+            log.close().unwrap();
+            match builder(instant).open(&path) {
+                Err(swizzledb::Error::LogCorrupted { lsn, .. }) if lsn == at || lsn == begin => {}
+                Err(e) => panic!("instant {instant}, {what}: {e:?}"),
+                // Instant restart opens with the archived state: a checkpoint in the tail is
+                // no state it reads. Opened, the catalog is one an engine keeps, and a tree's
+                // new pages never land on another's.
+                Ok(db) => {
+                    let (t, other) = (db.tree("t").unwrap(), db.tree("other").unwrap());
+                    assert!(instant && what.starts_with("a checkpoint"), "{what}: opened");
+                    assert_ne!(t.root_page(), other.root_page(), "{what}");
+                    assert!(!db.tree_names().contains(&"u".to_string()), "{what}");
+                    for i in 0..500 {
+                        other.insert(&key(i), b"other's").unwrap();
+                    }
+                    assert_eq!(t.range(Unbounded, Unbounded).count(), KEYS as usize, "{what}");
+                    assert_eq!(t.get(&key(7)).unwrap().as_deref(), Some(&b"value 7"[..]), "{what}");
+                    drop((t, other));
+                    db.close().unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// Buffer F16: an unlogged database whose page 0 gives two trees one root is refused at open
+/// with `Corrupted` naming the root, before a change through one tree can overwrite the other.
+#[test]
+fn hostile_catalog_on_page_0_is_refused_naming_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let db = Database::builder().page_size(PS).logging(false).create(&path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    t.insert(b"k", b"v").unwrap();
+    let root = t.root_page();
+    db.create_tree("other").unwrap().insert(b"o", b"w").unwrap();
+    drop(t);
+    db.close().unwrap();
+    let mut file = std::fs::read(&path).unwrap();
+    // The catalog's first entry (page 0 format, buffer meta.rs): "other" (name length, name),
+    // then its root, which now names "t"'s.
+    use swizzledb_buffer::page::{get_u16, get_u64, put_u64, HEADER_SIZE};
+    let entry = HEADER_SIZE + 52;
+    assert_eq!((get_u16(&file, entry), &file[entry + 2..entry + 7]), (5, &b"other"[..]));
+    assert_ne!(get_u64(&file, entry + 7), root.get());
+    put_u64(&mut file, entry + 7, root.get());
+    swizzledb_buffer::page::seal(&mut file[..PS]);
+    std::fs::write(&path, &file).unwrap();
+    match Database::builder().page_size(PS).logging(false).open(&path) {
+        Err(swizzledb::Error::Buffer(swizzledb_buffer::BufferError::Corrupted { page, reason, .. })) => {
+            assert_eq!(page, root, "{reason}");
+            assert!(reason.contains("root of both"), "{reason}");
+        }
+        Err(e) => panic!("{e:?}"),
+        Ok(_) => panic!("a page 0 giving two trees one root was opened"),
+    }
+}
