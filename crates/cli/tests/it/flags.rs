@@ -59,6 +59,48 @@ fn edge_values_are_usage_errors() {
     }
 }
 
+/// (command line, text the message must hold): counts that would run for ever or allocate without
+/// bound are refused before anything runs, the message naming the option and the range it takes.
+/// Run as given with `--out` (not every command takes `--duration`).
+const UNBOUNDED: &[(&[&str], &str)] = &[
+    (
+        &["bench", "tpcc", "--transactions", "18446744073709551615"],
+        "--transactions 18446744073709551615 is out of range: give 1 to 10,000,000",
+    ),
+    (&["bench", "tpcc", "--transactions", "1e8"], "give 1 to 10,000,000"),
+    (
+        &["experiment", "gilbert-stack-depth", "--transactions", "18446744073709551615"],
+        "--transactions 18446744073709551615 is out of range: give 1 to 5,000,000",
+    ),
+    (
+        &["experiment", "fix", "--fixes", "18446744073709551615"],
+        "--fixes 18446744073709551615 is out of range: give 1 to 1,000,000,000",
+    ),
+    (
+        &["bench", "wal", "--updates", "18446744073709551615"],
+        "--updates 18446744073709551615 is out of range: give 1 to 100,000,000",
+    ),
+    (
+        &["bench", "values", "--bytes", "18446744073709551615"],
+        "--bytes 18446744073709551615 is out of range: give 1 byte to 64 GiB",
+    ),
+    (&["bench", "values", "--bytes", "0"], "give 1 byte to 64 GiB"),
+];
+
+#[test]
+fn unbounded_counts_are_usage_errors() {
+    let scratch = Scratch::new("flags-bounded");
+    let out = scratch.0.join("out");
+    for (args, names) in UNBOUNDED {
+        let o = crate::common::output_within_a_minute(Command::new(BIN).args(*args).arg("--out").arg(&out))
+            .unwrap_or_else(|| panic!("{args:?} was still running after a minute"));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(names), "{args:?}: the message does not hold {names:?}: {stderr}");
+        assert!(!out.exists(), "{args:?} wrote results");
+    }
+}
+
 /// `bench read-latency` and `bench isolation` divide the work they count by the time it took: a
 /// tiny --duration does not make billions of operations per second on one thread.
 #[test]

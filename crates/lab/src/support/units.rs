@@ -74,6 +74,21 @@ fn thousands_grouped(s: &str) -> bool {
         && rest.iter().enumerate().all(|(i, g)| digits(g) == 3 && (i == last || g.len() == 3))
 }
 
+/// A count (as [`parse_count`]) from `min` to `max`: a value outside is refused as
+/// `"OPTION VALUE is out of range: give MIN to MAX (WHY)"`, naming `option` and its range before
+/// anything runs (an unbounded count ran for ever or allocated without bound).
+pub fn parse_count_in(input: &str, option: &str, min: u64, max: u64, why: &str) -> Result<u64, String> {
+    match parse_count(input)? {
+        n if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{option} {} is out of range: give {} to {} ({why})",
+            input.trim(),
+            crate::support::text::thousands(min),
+            crate::support::text::thousands(max)
+        )),
+    }
+}
+
 /// A count of at least one.
 pub fn parse_positive_count(input: &str) -> Result<u64, String> {
     match parse_count(input)? {
@@ -350,6 +365,10 @@ mod tests {
             assert!(parse_count(bad).is_err(), "{bad:?} was accepted");
         }
         assert!(parse_positive_count("0").is_err());
+        assert_eq!(parse_count_in("1e3", "--n", 1, 1000, "why"), Ok(1000));
+        let e = parse_count_in("1001", "--n", 1, 1000, "why").unwrap_err();
+        assert_eq!(e, "--n 1001 is out of range: give 1 to 1,000 (why)");
+        assert!(parse_count_in("0", "--n", 1, 1000, "why").is_err());
         assert_eq!(parse_positive_count("1"), Ok(1));
     }
 

@@ -134,9 +134,23 @@ pub struct FixArgs {
     /// Records per database (the root must have many children)
     #[arg(long, default_value = "200000", value_parser = units::parse_positive_count)]
     records: u64,
-    /// Fixes timed per mode, latch mode and repetition
-    #[arg(long, default_value = "20000000", value_parser = units::parse_positive_count)]
+    /// Fixes timed per mode, latch mode and repetition (1 to 1,000,000,000)
+    #[arg(long, default_value = "20000000", value_parser = parse_fixes)]
     fixes: u64,
+}
+
+/// The most `--fixes`: about 20 s per timed loop at 20 ns a fix (2^64 - 1 ran for ever).
+const MAX_FIXES: u64 = 1_000_000_000;
+
+/// `--fixes`: 1 to [`MAX_FIXES`].
+fn parse_fixes(input: &str) -> Result<u64, String> {
+    units::parse_count_in(
+        input,
+        "--fixes",
+        1,
+        MAX_FIXES,
+        "per mode, latch mode and repetition, each a timed loop",
+    )
 }
 
 /// Runs `experiment fix`.

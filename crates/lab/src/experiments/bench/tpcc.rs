@@ -50,11 +50,27 @@ pub struct TpccArgs {
     stock_level: bool,
     /// Transactions each thread runs per measurement, in place of --duration (which then only
     /// sizes the pool): the same work in every run, for counting instructions per transaction
-    /// under callgrind (docs/isolation.md). Throughput is still measured over the time taken
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// under callgrind (docs/isolation.md). Throughput is still measured over the time taken;
+    /// 1 to 10,000,000
+    #[arg(long, value_parser = parse_transactions)]
     transactions: Option<u64>,
     #[command(flatten)]
     options: WorkloadOptions,
+}
+
+/// The most `--transactions` per thread: minutes of work at 30,000 transactions a second, hours
+/// under callgrind (2^64 - 1 ran for ever).
+const MAX_TRANSACTIONS: u64 = 10_000_000;
+
+/// `--transactions`: 1 to [`MAX_TRANSACTIONS`].
+fn parse_transactions(input: &str) -> Result<u64, String> {
+    crate::support::units::parse_count_in(
+        input,
+        "--transactions",
+        1,
+        MAX_TRANSACTIONS,
+        "per thread and measurement; for longer runs measure by --duration",
+    )
 }
 
 /// `--stock-level`: whether Stock-Level reads at read committed.

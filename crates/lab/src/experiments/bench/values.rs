@@ -36,8 +36,9 @@ pub struct ValuesArgs {
     /// each at most what a tree over --pool takes (Tree::max_value_len: an eighth of the pool)
     #[arg(long, default_value = "100,4KiB,64KiB,1MiB", value_delimiter = ',', value_parser = parse_value_size)]
     sizes: Vec<u64>,
-    /// Bytes of values written per size and repetition (at least 16 values are written)
-    #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
+    /// Bytes of values written per size and repetition, 1 byte to 64 GiB (at least 16 values
+    /// are written)
+    #[arg(long, default_value = "64MiB", value_parser = parse_bytes)]
     bytes: u64,
     /// Buffer-pool size of each database (it should hold --bytes and the tree)
     #[arg(long, default_value = "256MiB", value_parser = crate::experiments::common::parse_default_page_pool)]
@@ -51,6 +52,23 @@ pub struct ValuesArgs {
     /// Directory for values.csv, values.json (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+/// The most `--bytes`: the pool is to hold them, and every key is kept in memory for the reads
+/// (2^64 - 1 bytes ran for ever and allocated without bound).
+const MAX_BYTES: u64 = 64 << 30;
+
+/// `--bytes`: 1 byte to [`MAX_BYTES`].
+fn parse_bytes(input: &str) -> Result<u64, String> {
+    match units::parse_size(input)? {
+        n if (1..=MAX_BYTES).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "--bytes {} is out of range: give 1 byte to {} (written per size and repetition into a pool \
+             that holds them; raise --pool with it)",
+            input.trim(),
+            bytes(MAX_BYTES)
+        )),
+    }
 }
 
 fn parse_value_size(input: &str) -> Result<u64, String> {

@@ -42,6 +42,21 @@ pub(super) const LOG_SIZE_POOL: usize = 64 << 20;
 /// for ever).
 const MAX_LOG_SIZE_KEYS: u64 = 300_000;
 
+/// The most `--updates`: a hundred times the default, minutes per run (each run is repeated
+/// with and without the cleaner; 2^64 - 1 ran for ever).
+const MAX_LOG_SIZE_UPDATES: u64 = 100_000_000;
+
+/// `--updates`: 1 to [`MAX_LOG_SIZE_UPDATES`].
+fn parse_updates(input: &str) -> Result<u64, String> {
+    units::parse_count_in(
+        input,
+        "--updates",
+        1,
+        MAX_LOG_SIZE_UPDATES,
+        "per run of the log-size part, each one auto-committed",
+    )
+}
+
 /// `--keys`: 1 to [`MAX_LOG_SIZE_KEYS`].
 fn parse_keys(input: &str) -> Result<u64, String> {
     match units::parse_count(input)? {
@@ -104,8 +119,8 @@ pub struct WalBenchArgs {
     /// part's --run-times; --max-log must be at least four segments
     #[arg(long, default_value = "256KiB", value_parser = parse_segment)]
     pub(super) log_segment: u64,
-    /// Updates per run of the log-size part
-    #[arg(long, default_value = "1M", value_parser = units::parse_positive_count)]
+    /// Updates per run of the log-size part, 1 to 100,000,000
+    #[arg(long, default_value = "1M", value_parser = parse_updates)]
     pub(super) updates: u64,
     /// Keys the log-size part updates, 1 to 300000 (their records fit its pool)
     #[arg(long, default_value = "100", value_parser = parse_keys)]

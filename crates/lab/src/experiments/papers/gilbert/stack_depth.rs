@@ -42,8 +42,8 @@ pub struct StackDepthArgs {
     /// Thread counts, comma-separated: one trace each (the thesis compared 1 and 100)
     #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Vec<u16>,
-    /// Transactions traced per thread count (the thesis traced 500,000)
-    #[arg(long, default_value = "100000", value_parser = units::parse_positive_count)]
+    /// Transactions traced per thread count (the thesis traced 500,000; 1 to 5,000,000)
+    #[arg(long, default_value = "100000", value_parser = parse_transactions)]
     transactions: u64,
     /// Directory for the database and its trace (created if missing) [default: the system temp directory]
     #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
@@ -51,6 +51,21 @@ pub struct StackDepthArgs {
     /// Directory for gilbert-stack-depth.csv, .json and the plot (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+/// The most `--transactions`: ten times the thesis's trace. The trace is read into memory whole
+/// for its stack distances (2^64 - 1 ran for ever, its trace growing without bound).
+const MAX_TRANSACTIONS: u64 = 5_000_000;
+
+/// `--transactions`: 1 to [`MAX_TRANSACTIONS`].
+fn parse_transactions(input: &str) -> Result<u64, String> {
+    units::parse_count_in(
+        input,
+        "--transactions",
+        1,
+        MAX_TRANSACTIONS,
+        "ten times the thesis's 500,000; each trace is analysed in memory",
+    )
 }
 
 /// References with a distance below this are the thesis's "reuse distance < 20".
