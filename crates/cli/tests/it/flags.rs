@@ -38,6 +38,8 @@ const REFUSED: &[(&[&str], &str)] = &[
     (&["experiment", "graefe-fig14", "--items", "99"], "100..=1000000"),
     (&["bench", "tpcb", "--branches", "-1"], "1..=10000"),
     (&["experiment", "gilbert-pools", "--workload", "tpcb", "--branches", "50000"], "1..=10000"),
+    // Too few records for the experiment, refused before any load, naming the fewest it takes.
+    (&["experiment", "fix", "--records", "12"], "--records 12 is too few"),
 ];
 
 #[test]
@@ -136,4 +138,34 @@ fn rates_are_per_second_taken() {
             }
         }
     }
+}
+
+/// `experiment fix` refuses fewer --records than give its tree an inner root, naming that
+/// number; that many run.
+#[test]
+fn fix_takes_the_fewest_records_it_names() {
+    let scratch = Scratch::new("flags-fix");
+    let fix = |records: &str| {
+        Command::new(BIN)
+            .args(["experiment", "fix", "--records", records, "--fixes", "1000", "--repeat", "1"])
+            .args(["--mode", "traditional"])
+            .arg("--dir")
+            .arg(&scratch.0)
+            .output()
+            .unwrap()
+    };
+    let o = fix("1");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let least: u64 = stderr
+        .split("give at least ")
+        .nth(1)
+        .and_then(|n| n.trim().replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no fewest records in {stderr}"));
+    assert!(least > 1, "{stderr}");
+    let o = fix(&(least - 1).to_string());
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = fix(&least.to_string());
+    assert!(o.status.success(), "{least} records: {}", String::from_utf8_lossy(&o.stderr));
 }
