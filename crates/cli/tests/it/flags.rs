@@ -40,6 +40,11 @@ const REFUSED: &[(&[&str], &str)] = &[
     (&["experiment", "gilbert-pools", "--workload", "tpcb", "--branches", "50000"], "1..=10000"),
     // Too few records for the experiment, refused before any load, naming the fewest it takes.
     (&["experiment", "fix", "--records", "12"], "--records 12 is too few"),
+    // A scan longer than the records loaded.
+    (
+        &["bench", "isolation", "--records", "10", "--scan-len", "11", "--threads", "1"],
+        "--scan-len 11 is more than the --records 10",
+    ),
 ];
 
 #[test]

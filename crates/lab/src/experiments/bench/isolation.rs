@@ -28,7 +28,7 @@ pub struct IsolationArgs {
     /// Records loaded (even keys; inserts and deletes use the odd keys between them)
     #[arg(long, default_value = "100000", value_parser = parse_in_memory_records)]
     records: u64,
-    /// Records each scan transaction reads
+    /// Records each scan transaction reads (1 to --records)
     #[arg(long, default_value = "100", value_parser = units::parse_positive_count)]
     scan_len: u64,
     /// Thread counts, comma-separated
@@ -282,6 +282,14 @@ fn measure(
 /// # Errors
 /// Bad options, or a database or I/O failure.
 pub fn run(args: &IsolationArgs) -> Result<ExitCode, Box<dyn Error>> {
+    if args.scan_len > args.records {
+        return Err(crate::Usage(format!(
+            "--scan-len {} is more than the --records {} loaded: a scan would read past the last record; \
+             give at most --records, or load more",
+            args.scan_len, args.records
+        ))
+        .into());
+    }
     experiment::execute(args, args.out.as_deref())
 }
 
