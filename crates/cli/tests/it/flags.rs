@@ -174,3 +174,32 @@ fn fix_takes_the_fewest_records_it_names() {
     let o = fix(&least.to_string());
     assert!(o.status.success(), "{least} records: {}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// `trace analyze --csv-spec` refuses a key given twice (also by an alias) and an empty
+/// delimiter, naming the spec; `delimiter=,,` is still a comma.
+#[test]
+fn csv_specs_refuse_repeated_keys_and_empty_delimiters() {
+    let scratch = Scratch::new("flags-csv-spec");
+    let input = scratch.0.join("t.csv");
+    std::fs::write(&input, "1\n2\n1\n").unwrap();
+    let analyze = |spec: &str| {
+        Command::new(BIN)
+            .args(["trace", "analyze", "--csv-spec", spec, "--sizes", "1,2", "--input"])
+            .arg(&input)
+            .output()
+            .unwrap()
+    };
+    for (spec, says) in [
+        ("obj-id-col=1,obj-id-col=2", "obj-id-col is given twice"),
+        ("obj-id-col=1,obj-id-field=1", "obj-id-col is given twice"),
+        ("obj-id-col=1,delimiter=", "the delimiter is empty"),
+    ] {
+        let o = analyze(spec);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{spec}: {stderr}");
+        assert!(stderr.contains(says) && stderr.contains(spec), "{spec}: {stderr}");
+        assert!(stderr.contains("--csv-spec"), "{spec}: {stderr}");
+    }
+    let o = analyze("obj-id-col=1,delimiter=,,has-header=false");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

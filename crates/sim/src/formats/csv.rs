@@ -36,7 +36,8 @@ impl FromStr for CsvSpec {
     /// (`obj-size-field`, `size-col`, `size-field`), `delimiter`, `has-header` (`header`),
     /// `obj-id-is-num`. As in libCacheSim a value ends at the next comma, so `delimiter=,,`
     /// (an empty value) means a comma; `\t` means a tab, `\,` a comma. Booleans are
-    /// true/false, yes/no, y/n or 1/0.
+    /// true/false, yes/no, y/n or 1/0. Each key is given at most once (an alias counts as its
+    /// key), and `delimiter=` with nothing after it, not even a comma, is refused.
     fn from_str(input: &str) -> Result<CsvSpec, TraceError> {
         let bad = |reason: String| TraceError::BadCsvSpec { spec: input.to_owned(), reason };
         let mut spec = CsvSpec {
@@ -48,13 +49,32 @@ impl FromStr for CsvSpec {
             obj_id_is_num: false,
         };
         let mut rest = input.trim();
+        let mut seen: Vec<&str> = Vec::new();
         while !rest.is_empty() {
             let Some((key, after)) = rest.split_once('=') else {
                 return Err(bad(format!("{rest:?} is not a key=value pair")));
             };
+            // `delimiter=` with nothing after it, not even the comma that `delimiter=,,` gives.
+            let nothing = after.is_empty();
             let (value, after) = after.split_once(',').unwrap_or((after, ""));
             rest = after.trim_start_matches([' ', ',']);
             let key = key.trim().to_ascii_lowercase().replace('_', "-");
+            // The key's one name, so that an alias given beside it counts as the same key.
+            let name = match key.as_str() {
+                "obj-id-col" | "obj-id-field" => "obj-id-col",
+                "time-col" | "time-field" => "time-col",
+                "obj-size-col" | "obj-size-field" | "size-col" | "size-field" => "obj-size-col",
+                "has-header" | "header" => "has-header",
+                "obj-id-is-num" => "obj-id-is-num",
+                "delimiter" => "delimiter",
+                _ => "",
+            };
+            if !name.is_empty() {
+                if seen.contains(&name) {
+                    return Err(bad(format!("{name} is given twice; give each key once")));
+                }
+                seen.push(name);
+            }
             let column = |v: &str| -> Result<usize, TraceError> {
                 v.trim()
                     .parse::<usize>()
@@ -77,6 +97,13 @@ impl FromStr for CsvSpec {
                 "obj-id-is-num" => spec.obj_id_is_num = flag(value)?,
                 "delimiter" => {
                     spec.delimiter = match value {
+                        _ if nothing => {
+                            return Err(bad(
+                                "the delimiter is empty: give one ASCII character, \\t for a tab, or \
+                                 delimiter=,, for a comma"
+                                    .into(),
+                            ))
+                        }
                         "" | "\\" | "\\," => b',',
                         "\\t" => b'\t',
                         v if v.len() == 1 && v != "\"" && v != "\n" && v != "\r" => v.as_bytes()[0],
@@ -307,6 +334,11 @@ mod tests {
             ("obj-id-col=1,has-header=maybe", "true or false"),
             ("obj-id-col=1,delimiter=ab", "delimiter"),
             ("obj-id-col", "key=value"),
+            ("obj-id-col=1,obj-id-col=2", "obj-id-col is given twice"),
+            ("obj-id-col=1,obj-id-field=2", "obj-id-col is given twice"),
+            ("obj-id-col=1,has-header=true,header=false", "has-header is given twice"),
+            ("obj-id-col=1,delimiter=;,delimiter=,,", "delimiter is given twice"),
+            ("obj-id-col=1,delimiter=", "the delimiter is empty"),
         ] {
             let e = s.parse::<CsvSpec>().unwrap_err().to_string();
             assert!(e.contains(needle) && e.contains(s), "{s}: {e}");

@@ -92,8 +92,8 @@ pub struct FormatArgs {
     pub format: FormatChoice,
     /// Columns of a CSV trace in libCacheSim's syntax, numbered from 1, e.g.
     /// "time-col=1,obj-id-col=2,obj-size-col=3,delimiter=,,has-header=true" (keys: obj-id-col
-    /// (required), time-col, obj-size-col, delimiter, has-header, obj-id-is-num); implies
-    /// --format csv
+    /// (required), time-col, obj-size-col, delimiter, has-header, obj-id-is-num; each at most
+    /// once; delimiter=,, is a comma, an empty delimiter is refused); implies --format csv
     #[arg(long, value_name = "SPEC", value_parser = parse_csv_spec)]
     pub csv_spec: Option<CsvSpec>,
     /// Object ids of txt and CSV traces are unsigned decimal integers (default: any string,
