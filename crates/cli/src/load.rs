@@ -39,12 +39,26 @@ pub struct LoadArgs {
     /// How the input spells keys and values: hex or base64
     #[arg(long, value_enum, default_value_t = Encoding::Hex)]
     pub encoding: Encoding,
-    /// Records per transaction
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Records per transaction, 1 to 4,294,967,295, written as the other counts are (1000, 1e3,
+    /// 1,000 or 1k)
+    #[arg(long, default_value = "1000", value_parser = parse_batch)]
     pub batch: u32,
     /// Create the database file if it does not exist (with the engine's defaults: logged)
     #[arg(long)]
     pub create: bool,
+}
+
+/// `--batch`: a count as every count option takes it (`swizzledb_lab::support::units::parse_count`),
+/// from 1 to `u32::MAX`.
+fn parse_batch(input: &str) -> Result<u32, String> {
+    let n = swizzledb_lab::support::units::parse_count_in(
+        input,
+        "--batch",
+        1,
+        u64::from(u32::MAX),
+        "records per transaction",
+    )?;
+    u32::try_from(n).map_err(|e| e.to_string())
 }
 
 /// `--tree`'s value, checked by the engine's rule for tree names before anything is opened.

@@ -203,3 +203,38 @@ fn csv_specs_refuse_repeated_keys_and_empty_delimiters() {
     let o = analyze("obj-id-col=1,delimiter=,,has-header=false");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// `load --batch` takes a count as every other count option does (1e3, 1,000, 1k), and refuses
+/// 0 and more than a u32 naming its range.
+#[test]
+fn load_batch_takes_the_count_forms() {
+    let scratch = Scratch::new("flags-load-batch");
+    let input = scratch.0.join("in.csv");
+    std::fs::write(&input, "key,value\n61,62\n63,64\n").unwrap();
+    for (i, batch) in ["1e3", "1,000", "1k", "2"].into_iter().enumerate() {
+        let db = scratch.0.join(format!("d{i}.swz"));
+        let o = Command::new(BIN)
+            .arg("load")
+            .arg(&db)
+            .args(["--create", "--tree", "t", "--batch", batch, "--input"])
+            .arg(&input)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "--batch {batch}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    for batch in ["0", "4294967296", "1,0"] {
+        let db = scratch.0.join("refused.swz");
+        let o = Command::new(BIN)
+            .arg("load")
+            .arg(&db)
+            .args(["--create", "--tree", "t", "--batch", batch, "--input"])
+            .arg(&input)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "--batch {batch}: {stderr}");
+        assert!(stderr.contains("--batch"), "--batch {batch}: {stderr}");
+        assert!(batch == "1,0" || stderr.contains("give 1 to 4,294,967,295"), "--batch {batch}: {stderr}");
+        assert!(!db.exists(), "--batch {batch} made the database");
+    }
+}
