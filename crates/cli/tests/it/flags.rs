@@ -45,6 +45,10 @@ const REFUSED: &[(&[&str], &str)] = &[
         &["bench", "isolation", "--records", "10", "--scan-len", "11", "--threads", "1"],
         "--scan-len 11 is more than the --records 10",
     ),
+    // A page size, however large, is refused naming the sizes the engine takes.
+    (&["bench", "lookup", "--page-size", "18446744073709551615"], "power of two from 4KiB to 32KiB"),
+    (&["bench", "lookup", "--page-size", "18446744073709551616"], "power of two from 4KiB to 32KiB"),
+    (&["experiment", "fix", "--page-size", "16EiB"], "power of two from 4KiB to 32KiB"),
 ];
 
 #[test]

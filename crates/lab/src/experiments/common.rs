@@ -46,7 +46,7 @@ pub struct Common {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: u16,
     /// Page size in bytes (4KiB to 32KiB, a power of two)
-    #[arg(long, default_value = "8192", value_parser = units::parse_size)]
+    #[arg(long, default_value = "8192", value_parser = parse_page_size)]
     pub page_size: u64,
     /// Replacement policy, e.g. gclock, gclock:4, random, clock, lru, sieve, gclock-sweep; prefix
     /// leaf- for the structure-aware variant (leaf-lru); an unknown name lists them all
@@ -170,6 +170,17 @@ pub fn parse_mode(s: &str) -> Result<PoolMode, String> {
 
 pub fn to_usize(what: &str, v: u64) -> Result<usize, String> {
     usize::try_from(v).map_err(|_| format!("{what} {v} does not fit in memory addresses"))
+}
+
+/// `--page-size`: a size the engine's pages take, a power of two from 4KiB to 32KiB; any other
+/// value, a size too large for a number included, is refused naming that range.
+pub fn parse_page_size(input: &str) -> Result<u64, String> {
+    let range = "use a power of two from 4KiB to 32KiB (e.g. 8KiB)";
+    match units::parse_size(input) {
+        Ok(n) if usize::try_from(n).is_ok_and(swizzledb_buffer::page::valid_page_size) => Ok(n),
+        Ok(_) => Err(format!("--page-size {} is not supported; {range}", input.trim())),
+        Err(e) => Err(format!("{e}; {range}")),
+    }
 }
 
 /// Whether a pool of `pool` bytes over pages of `page_size` bytes can be made, checked as the
