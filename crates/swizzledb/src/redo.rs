@@ -57,6 +57,18 @@ pub(crate) trait RedoTarget {
 /// times its pages. Records that name at most two pages, or that do not decode (their readers
 /// report them), keep the whole body for every page.
 pub(crate) fn archive_entries(body: Vec<u8>, pages: &[PageId], page_size: usize) -> Vec<(PageId, Vec<u8>)> {
+    // A run holds one entry per page and LSN (wal A2): a record naming a page twice, which no
+    // engine writes, keeps its whole body once for each page it names (its redo on the page is
+    // the whole record's), so that the run is written and the record is met where it is redone.
+    let mut unique = Vec::new();
+    let pages = if has_repeats(pages) {
+        unique = pages.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        &unique[..]
+    } else {
+        pages
+    };
     let whole = |body: Vec<u8>| {
         let mut out: Vec<(PageId, Vec<u8>)> = pages.iter().map(|p| (*p, Vec::new())).collect();
         if let Some(((_, last), rest)) = out.split_last_mut() {
@@ -67,7 +79,7 @@ pub(crate) fn archive_entries(body: Vec<u8>, pages: &[PageId], page_size: usize)
         }
         out
     };
-    if pages.len() <= 2 {
+    if pages.len() <= 2 || !unique.is_empty() {
         return whole(body);
     }
     let Ok(record) = Record::decode(&body) else { return whole(body) };
@@ -124,6 +136,19 @@ fn chain_page_image(
         return Err(format!("a value of {} bytes with {} overflow pages", value.len(), chain.len()));
     }
     Ok(swizzledb_btree::overflow::page_image(page_size, value, chain, at))
+}
+
+/// Whether a page appears in `pages` more than once.
+fn has_repeats(pages: &[PageId]) -> bool {
+    match pages.len() {
+        0 | 1 => false,
+        2 => pages[0] == pages[1],
+        _ => {
+            let mut sorted = pages.to_vec();
+            sorted.sort_unstable();
+            sorted.windows(2).any(|w| w[0] == w[1])
+        }
+    }
 }
 
 /// Whether a page is in both lists.
