@@ -14,6 +14,7 @@ mod callback_panics;
 mod compact;
 mod compare_and_swap;
 mod concurrency;
+mod concurrent_reads;
 mod crash;
 mod decoupled_cleaner;
 mod demanding;
