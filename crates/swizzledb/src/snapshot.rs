@@ -65,8 +65,9 @@ impl SnapshotReads {
         let root = tree.root_page();
         let from_tree = tree.get_gated(key, &swizzledb_btree::NoGate, |v| {
             // A writer records its version before its change, so its key's chain is counted
-            // once an uncommitted change is seen.
-            if self.versions.may_have_chain(root, key) {
+            // once an uncommitted change is seen. K19: a tree dropped meanwhile may have lost
+            // its chains after the leaf was read (`forget_tree`): looked at after the counts.
+            if self.versions.may_have_chain(root, key) || tree.is_dropped() {
                 Err(v.map(<[u8]>::to_vec))
             } else {
                 Ok(f(v))
@@ -83,6 +84,7 @@ impl SnapshotReads {
                 Seen::Before(before) => before.map(Vec::from),
             },
         };
+        unless_dropped(tree)?;
         Ok(if snap.too_old() { Read::TooOld } else { Read::Rebuilt(value) })
     }
 }
@@ -209,15 +211,34 @@ impl<'t> std::ops::Deref for SnapshotRef<'t> {
     }
 }
 
+/// K19: [`swizzledb_btree::TreeError::Dropped`] if `tree` was dropped, asked after a look at
+/// its versions. `drop_tree` sets the flag (btree T25) before it drops the tree's chains
+/// (`Versions::forget_tree`, under the chain and index mutexes and the counts a look reads), so
+/// a look that found a chain missing because the drop removed it finds the flag set here. Leaf
+/// reads check the flag under the leaf's latch, but a scan's overlay and a snapshot's point
+/// read look at the versions after the latch is released: without this look, a read of a tree
+/// dropped meanwhile took the tree's values, committed after its snapshot, for the snapshot's,
+/// and missed the keys deleted since (test
+/// `concurrent_reads_snapshots_racing_drops_see_only_their_generation`).
+fn unless_dropped(tree: &swizzledb_btree::Tree) -> Result<(), swizzledb_btree::TreeError> {
+    if tree.is_dropped() {
+        return Err(swizzledb_btree::TreeError::Dropped);
+    }
+    Ok(())
+}
+
 /// A range read at a snapshot (K22): the btree's overlay (T27) rebuilt from the chains.
 pub(crate) struct SnapshotOverlay<'t> {
     pub(crate) versions: &'t Versions,
     pub(crate) snap: SnapshotRef<'t>,
     pub(crate) tree: PageId,
+    /// The tree read, whose drop ends the read ([`unless_dropped`]).
+    pub(crate) engine: &'t swizzledb_btree::Tree,
 }
 
 impl SnapshotOverlay<'_> {
     fn check(&self) -> Result<(), swizzledb_btree::TreeError> {
+        unless_dropped(self.engine)?;
         if self.snap.too_old() {
             return Err(swizzledb_btree::TreeError::Transaction(Box::new(Error::SnapshotTooOld {
                 limit: self.versions.limit,
@@ -279,8 +300,8 @@ impl SnapshotReads {
     fn overlay<'t>(
         &'t self,
         snap: SnapshotRef<'t>,
-        tree: &swizzledb_btree::Tree,
+        tree: &'t swizzledb_btree::Tree,
     ) -> Box<dyn swizzledb_btree::Overlay + 't> {
-        Box::new(SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() })
+        Box::new(SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page(), engine: tree })
     }
 }
