@@ -360,7 +360,9 @@ impl Database {
     }
 
     /// Creates a new, empty tree. On a logged database the creation is durable when it returns,
-    /// in either commit mode (RECOVERY.md R23): a crash right after keeps the tree.
+    /// in either commit mode (RECOVERY.md R23): a crash right after keeps the tree. It waits
+    /// for a [`Database::drop_tree`] that runs (which may itself wait up to about two seconds
+    /// for running transactions; LOCKS.md K19).
     ///
     /// # Errors
     /// The name is invalid or taken, the catalog is full, or no frame is free; the log failed

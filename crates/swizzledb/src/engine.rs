@@ -48,7 +48,9 @@ pub(crate) struct Core {
     /// Set while `drop_tree` waits for the running transactions to end or drops a tree: new
     /// transactions wait at `begin` meanwhile (R23).
     pub(crate) quiesce: std::sync::atomic::AtomicBool,
-    /// Serializes `drop_tree` calls.
+    /// Serializes `drop_tree` calls, and `create_tree` with them: a tree made while a drop
+    /// runs could take the dropped tree's root page before the drop has dropped the versions
+    /// kept under it (LOCKS.md K19).
     pub(crate) dropping: Mutex<()>,
     /// R5a: a rollback failed, and its changes stay in the tree; an unlogged database's close
     /// then leaves its file unclean instead of writing them as if committed.
@@ -661,6 +663,9 @@ impl Core {
     pub(crate) fn create_tree(&self, name: &str) -> Result<Tree> {
         swizzledb_buffer::validate_tree_name(name)
             .map_err(|reason| Error::InvalidTreeName { name: crate::error::shown_name(name), reason })?;
+        // K19: not while a drop runs, whose versions are dropped by root page after its pages
+        // are freed.
+        let _no_drop = self.dropping.lock();
         if self.pool.is_closed() {
             return Err(TreeError::Closed.into());
         }

@@ -739,3 +739,71 @@ fn concurrent_reads_snapshots_racing_drops_see_only_their_generation() {
         }
     }
 }
+
+/// K19 under a race of `create_tree` with `drop_tree`: one thread makes tree "t", fills it,
+/// takes a snapshot, deletes the keys (versions the snapshot needs) and drops the tree; another
+/// keeps trying to make "t" meanwhile. A tree it makes after the snapshot began — which may
+/// take the dropped tree's root page — reads as empty at that snapshot, never as the dropped
+/// tree's deleted keys.
+#[test]
+fn concurrent_reads_a_tree_made_while_another_is_dropped_has_none_of_its_versions() {
+    for logged in [false, true] {
+        let ctx = format!("logged {logged}");
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_for(dir.path(), PoolMode::Swizzling, logged);
+        let snap: std::sync::Mutex<Option<std::sync::Arc<swizzledb::ReadTransaction<'_>>>> =
+            std::sync::Mutex::new(None);
+        let stop = AtomicBool::new(false);
+        let (made, checked) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            let (db, snap, stop, made, checked, ctx) = (&db, &snap, &stop, &made, &checked, &ctx);
+            s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(rt) = snap.lock().unwrap().clone() else { continue };
+                    match db.create_tree("t") {
+                        Ok(h) => {
+                            made.fetch_add(1, Ordering::Relaxed);
+                            let rows: Vec<Rec> =
+                                rt.range(&h, Unbounded, Unbounded).filter_map(Result::ok).collect();
+                            assert!(
+                                rows.is_empty(),
+                                "{ctx}: a tree made after the snapshot read {} records of a dropped tree",
+                                rows.len()
+                            );
+                            checked.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(Error::TreeExists(_)) => {}
+                        Err(e) => panic!("{ctx}: {e}"),
+                    }
+                }
+            });
+            let deadline = Instant::now() + run_for();
+            while Instant::now() < deadline {
+                let h = db.tree_or_create("t").unwrap();
+                db.transact(|tx| {
+                    for i in 0..40 {
+                        tx.put(&h, &lkey(i), b"old")?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                *snap.lock().unwrap() = Some(std::sync::Arc::new(db.begin_read()));
+                db.transact(|tx| {
+                    for i in 0..40 {
+                        tx.delete(&h, &lkey(i))?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                match db.drop_tree("t") {
+                    Ok(_) | Err(Error::TreeBusy(_)) => {}
+                    Err(e) => panic!("{ctx}: {e}"),
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        eprintln!("{ctx}: {} trees made beside drops", made.into_inner());
+        drop(snap);
+        db.close().unwrap();
+    }
+}
