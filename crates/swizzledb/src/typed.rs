@@ -236,6 +236,82 @@ impl<K: Codec, V: Codec> TypedTree<K, V> {
         self.tree.last()?.map(|kv| decode_pair::<K, V>(Ok(kv))).transpose()
     }
 
+    /// The records whose key's encoding starts with `prefix`'s, decoded, in key order
+    /// ([`Tree::scan_prefix`]). A prefix is one of the key codec's bytes: for [`Str`] and
+    /// [`Bytes`] any leading part of a key; for a fixed-width codec such as [`BigEndian`] a
+    /// whole key. The iterator is double-ended (`.rev()` reads from the last).
+    ///
+    /// # Errors
+    /// Encoding the prefix fails at once; the items carry the tree's and the codecs' errors.
+    pub fn scan_prefix(
+        &self,
+        prefix: &K::Item,
+    ) -> Result<impl DoubleEndedIterator<Item = Result<Pair<K, V>>> + '_> {
+        let prefix = K::encode(prefix)?;
+        Ok(self.tree.scan_prefix(&prefix).map(|r| decode_pair::<K, V>(r.map_err(Error::from))))
+    }
+
+    /// The number of records ([`Tree::len`]).
+    ///
+    /// # Errors
+    /// As [`Tree::len`].
+    pub fn len(&self) -> Result<usize> {
+        Ok(self.tree.len()?)
+    }
+
+    /// Whether the tree holds no record ([`Tree::is_empty`]).
+    ///
+    /// # Errors
+    /// As [`Tree::is_empty`].
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.tree.is_empty()?)
+    }
+
+    /// An estimate of the number of records ([`Tree::approximate_len`]).
+    ///
+    /// # Errors
+    /// As [`Tree::approximate_len`].
+    pub fn approximate_len(&self) -> Result<u64> {
+        Ok(self.tree.approximate_len()?)
+    }
+
+    /// Sets `key` to `new` if its value is `expected`, atomically ([`Tree::compare_and_swap`]):
+    /// `None` as `expected` means absent, `None` as `new` deletes. `Ok(Err(current))` gives the
+    /// value found, decoded, when it is not `expected` (nothing changed then).
+    ///
+    /// ```
+    /// use swizzledb::typed::{BigEndian, Str, TypedTree};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = swizzledb::Database::builder().create(dir.path().join("db.swz"))?;
+    /// let hits: TypedTree<Str, BigEndian<u64>> = TypedTree::new(db.create_tree("hits")?);
+    /// let mut current = hits.get("/")?;
+    /// loop {
+    ///     let next = current.unwrap_or(0) + 1;
+    ///     match hits.compare_and_swap("/", current.as_ref(), Some(&next))? {
+    ///         Ok(()) => break,
+    ///         Err(found) => current = found,
+    ///     }
+    /// }
+    /// assert_eq!(hits.get("/")?, Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Tree::compare_and_swap`], and the codecs' (a value found that `V` cannot decode).
+    pub fn compare_and_swap(
+        &self,
+        key: &K::Item,
+        expected: Option<&V::Item>,
+        new: Option<&V::Item>,
+    ) -> Result<std::result::Result<(), Option<V::Owned>>> {
+        let expected = expected.map(V::encode).transpose()?;
+        let new = new.map(V::encode).transpose()?;
+        match self.tree.compare_and_swap(&K::encode(key)?, expected.as_deref(), new.as_deref())? {
+            Ok(()) => Ok(Ok(())),
+            Err(refused) => Ok(Err(refused.current.map(|v| V::decode(&v)).transpose()?)),
+        }
+    }
+
     /// The value of `key` in transaction `tx` ([`Transaction::get`]).
     ///
     /// # Errors
@@ -251,6 +327,32 @@ impl<K: Codec, V: Codec> TypedTree<K, V> {
     /// As [`Transaction::put`], and the codecs'.
     pub fn put_in(&self, tx: &mut Transaction<'_>, key: &K::Item, value: &V::Item) -> Result<bool> {
         tx.put(&self.tree, &K::encode(key)?, &V::encode(value)?)
+    }
+
+    /// Inserts a new record in transaction `tx` ([`Transaction::insert`]).
+    ///
+    /// # Errors
+    /// As [`Transaction::insert`] (the key exists: `TreeError::DuplicateKey`), and the
+    /// codecs'.
+    pub fn insert_in(&self, tx: &mut Transaction<'_>, key: &K::Item, value: &V::Item) -> Result<()> {
+        tx.insert(&self.tree, &K::encode(key)?, &V::encode(value)?)
+    }
+
+    /// The records with keys between `start` and `end` as transaction `tx` reads them,
+    /// decoded, in key order ([`Transaction::range`]: locked, or at the transaction's
+    /// snapshot). The iterator is double-ended.
+    ///
+    /// # Errors
+    /// Encoding a bound fails at once; the items carry the transaction's and the codecs'
+    /// errors.
+    pub fn range_in<'t>(
+        &'t self,
+        tx: &'t Transaction<'_>,
+        start: Bound<&K::Item>,
+        end: Bound<&K::Item>,
+    ) -> Result<impl DoubleEndedIterator<Item = Result<Pair<K, V>>> + 't> {
+        let (start, end) = (encode_bound::<K>(start)?, encode_bound::<K>(end)?);
+        Ok(tx.range(&self.tree, as_ref(&start), as_ref(&end)).map(decode_pair::<K, V>))
     }
 
     /// Deletes a record in transaction `tx`; whether it existed ([`Transaction::delete`]).

@@ -192,3 +192,67 @@ proptest! {
         prop_assert_eq!(BigEndian::<i8>::decode(&enc::<BigEndian<i8>, _>(&e)).unwrap(), e);
     }
 }
+
+/// What a byte tree offers beyond reads and writes, a typed one offers too, checked against a
+/// `BTreeMap` oracle: counts, prefix scans both ways, compare-and-swap with decoded values, and
+/// a transaction's inserts and range reads.
+#[test]
+fn counts_prefixes_compare_and_swap_and_transaction_ranges_follow_an_oracle() {
+    use std::collections::BTreeMap;
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let t: TypedTree<Str, BigEndian<u64>> = TypedTree::new(db.create_tree("t").unwrap());
+    assert!(t.is_empty().unwrap());
+    assert_eq!((t.len().unwrap(), t.approximate_len().unwrap()), (0, 0));
+    let mut oracle = BTreeMap::new();
+    for (i, name) in ["ann", "anna", "annie", "bob", "bobby", "carl", "an", "b"].iter().enumerate() {
+        t.insert(name, &(i as u64)).unwrap();
+        oracle.insert(name.to_string(), i as u64);
+    }
+    assert!(!t.is_empty().unwrap());
+    assert_eq!(t.len().unwrap(), oracle.len());
+    assert_eq!(t.approximate_len().unwrap(), oracle.len() as u64, "one leaf: exact");
+    for prefix in ["an", "ann", "b", "bob", "c", "z", ""] {
+        let want: Vec<(String, u64)> =
+            oracle.iter().filter(|(k, _)| k.starts_with(prefix)).map(|(k, v)| (k.clone(), *v)).collect();
+        let got: Vec<(String, u64)> = t.scan_prefix(prefix).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(got, want, "prefix {prefix:?}");
+        let mut back: Vec<(String, u64)> = t.scan_prefix(prefix).unwrap().rev().map(|r| r.unwrap()).collect();
+        back.reverse();
+        assert_eq!(back, want, "prefix {prefix:?} from the last");
+    }
+
+    // Compare-and-swap: a wrong expectation returns the decoded value and changes nothing.
+    assert_eq!(t.compare_and_swap("bob", Some(&99), Some(&1)).unwrap(), Err(Some(3)));
+    assert_eq!(t.compare_and_swap("dave", Some(&1), Some(&2)).unwrap(), Err(None));
+    assert_eq!(t.compare_and_swap("bob", Some(&3), Some(&30)).unwrap(), Ok(()));
+    assert_eq!(t.compare_and_swap("dave", None, Some(&7)).unwrap(), Ok(()));
+    assert_eq!(t.compare_and_swap("carl", Some(&5), None).unwrap(), Ok(()));
+    oracle.insert("bob".into(), 30);
+    oracle.insert("dave".into(), 7);
+    oracle.remove("carl");
+    // A value the codec cannot decode comes back as a codec error, and nothing changes.
+    t.bytes().upsert(b"odd", b"xyz").unwrap();
+    assert!(matches!(t.compare_and_swap("odd", None, Some(&1)), Err(Error::Codec { .. })));
+    assert_eq!(t.bytes().get(b"odd").unwrap().as_deref(), Some(&b"xyz"[..]));
+    t.bytes().delete(b"odd").unwrap();
+    let all: Vec<(String, u64)> = t.iter().map(|r| r.unwrap()).collect();
+    assert_eq!(all, oracle.iter().map(|(k, v)| (k.clone(), *v)).collect::<Vec<_>>());
+
+    // In a transaction: an insert, a duplicate refused, and ranges that see its own writes.
+    let mut tx = db.begin();
+    t.insert_in(&mut tx, "eve", &11).unwrap();
+    assert!(t.insert_in(&mut tx, "eve", &12).is_err(), "a duplicate key");
+    oracle.insert("eve".into(), 11);
+    let want: Vec<(String, u64)> =
+        oracle.range("b".to_string().."e~".to_string()).map(|(k, v)| (k.clone(), *v)).collect();
+    let got: Vec<(String, u64)> =
+        t.range_in(&tx, Included("b"), Excluded("e~")).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(got, want);
+    let got_back: Vec<String> =
+        t.range_in(&tx, Unbounded, Unbounded).unwrap().rev().map(|r| r.unwrap().0).collect();
+    assert_eq!(got_back, oracle.keys().rev().cloned().collect::<Vec<_>>());
+    tx.commit().unwrap();
+    assert_eq!(t.len().unwrap(), oracle.len());
+    assert_eq!(t.get("eve").unwrap(), Some(11));
+}
