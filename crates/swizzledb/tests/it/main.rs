@@ -37,6 +37,7 @@ mod large_values;
 mod large_versions;
 mod lazy_split_images;
 mod lifecycles;
+mod lock_waits;
 mod log_archive;
 mod log_damage;
 mod log_size;
