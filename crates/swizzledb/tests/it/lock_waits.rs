@@ -808,3 +808,214 @@ fn r12_closing_a_database_while_auto_commit_writes_wait_for_each_other_ends_them
         db.close().unwrap();
     }
 }
+
+/// Threads race to claim the same fresh keys, each in a transaction that reads the key (a
+/// point read locks it, absent too, K16) and inserts it only if it was absent, or swaps it in
+/// from absent (`compare_and_swap` with `None` expected). Serializable means exactly one claim
+/// per key, and no claimer ever meets the key's duplicate: its read would have seen it.
+fn claims(policy: DeadlockPolicy) {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = open(dir.path(), policy, CommitMode::Async);
+    // Keys on both sides, so the claimed keys' gaps close on keys and on the tree's end.
+    t.insert(b"claim", b"x").unwrap();
+    const THREADS: usize = 6;
+    const KEYS: u64 = 300;
+    let what = format!("{policy:?}");
+    let run = {
+        let (db, t) = (db.clone(), t.clone());
+        move || {
+            let barrier = Arc::new(Barrier::new(THREADS));
+            let workers: Vec<_> = (0..THREADS)
+                .map(|th| {
+                    let (db, t, barrier) = (db.clone(), t.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        let mut won = Vec::new();
+                        for i in 0..KEYS {
+                            barrier.wait();
+                            // Every thread claims the same keys, half of them past the tree's
+                            // last key, in the same order: they meet on each.
+                            let key = if i % 2 == 0 { format!("claim{i:04}") } else { format!("zz{i:04}") };
+                            let key = key.as_bytes();
+                            let mine = (th as i64).to_be_bytes();
+                            let claimed = db
+                                .transact(|tx| {
+                                    if th % 2 == 0 {
+                                        if tx.get(&t, key)?.is_some() {
+                                            return Ok(false);
+                                        }
+                                        // Let the others read it too before this claims it.
+                                        std::thread::sleep(Duration::from_micros(50));
+                                        tx.insert(&t, key, &mine)?;
+                                        Ok(true)
+                                    } else {
+                                        Ok(tx.compare_and_swap(&t, key, None, Some(&mine))?.is_ok())
+                                    }
+                                })
+                                .unwrap_or_else(|e| panic!("thread {th}, key {i}: {e:?}"));
+                            if claimed {
+                                won.push(i);
+                            }
+                        }
+                        won
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect::<Vec<Vec<u64>>>()
+        }
+    };
+    let won = watchdog(&what, 60, run);
+    let mut all: Vec<u64> = won.iter().flatten().copied().collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..KEYS).collect::<Vec<_>>(), "{what}: each key claimed exactly once");
+    for (th, keys) in won.iter().enumerate() {
+        for &i in keys {
+            let key = if i % 2 == 0 { format!("claim{i:04}") } else { format!("zz{i:04}") };
+            assert_eq!(int(&t.get(key.as_bytes()).unwrap().unwrap()), th as i64, "{what}: key {i}");
+        }
+    }
+    let stats = db.lock_stats().unwrap();
+    assert_eq!(stats.timeouts, 0, "{what}: {stats:?}");
+    eprintln!("{what}: {stats:?}");
+}
+
+#[test]
+fn k15_k16_racing_claims_of_fresh_keys_each_win_once_and_never_meet_a_duplicate() {
+    for policy in POLICIES {
+        claims(policy);
+    }
+}
+
+/// Write skew (K24's anomaly) cannot happen to serializable transactions: pairs of accounts
+/// whose sum must stay at least zero, withdrawals that read both of a pair (in random order)
+/// and take from one only if the pair can afford it, and deposits, by many threads at once.
+#[test]
+fn k16_serializable_withdrawals_never_skew_a_pair_below_zero() {
+    for policy in POLICIES {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = open(dir.path(), policy, CommitMode::Async);
+        const PAIRS: u64 = 3;
+        for p in 0..2 * PAIRS {
+            t.insert(&account(p), &50i64.to_be_bytes()).unwrap();
+        }
+        let what = format!("{policy:?}");
+        let stop = Arc::new(AtomicBool::new(false));
+        let run = {
+            let (db, t, stop) = (db.clone(), t.clone(), stop.clone());
+            move || {
+                let workers: Vec<_> = (0..8)
+                    .map(|th| {
+                        let (db, t, stop) = (db.clone(), t.clone(), stop.clone());
+                        std::thread::spawn(move || {
+                            let mut rng = XorShift(th * 31 + 7);
+                            let mut withdrawn = 0;
+                            while !stop.load(Ordering::Relaxed) {
+                                let pair = rng.next() % PAIRS;
+                                let (a, b) = (account(2 * pair), account(2 * pair + 1));
+                                let (first, second) =
+                                    if rng.next().is_multiple_of(2) { (a, b) } else { (b, a) };
+                                let deposit = rng.next().is_multiple_of(4);
+                                let took = db
+                                    .transact(|tx| {
+                                        let x = read(tx, &t, &first)?;
+                                        if deposit {
+                                            tx.put(&t, &first, &(x + 60).to_be_bytes())?;
+                                            return Ok(false);
+                                        }
+                                        let y = read(tx, &t, &second)?;
+                                        if x + y >= 40 {
+                                            tx.put(&t, &first, &(x - 40).to_be_bytes())?;
+                                            return Ok(true);
+                                        }
+                                        Ok(false)
+                                    })
+                                    .unwrap();
+                                withdrawn += u64::from(took);
+                            }
+                            withdrawn
+                        })
+                    })
+                    .collect();
+                std::thread::sleep(phase());
+                stop.store(true, Ordering::Relaxed);
+                workers.into_iter().map(|w| w.join().unwrap()).sum::<u64>()
+            }
+        };
+        let withdrawn = watchdog(&what, 60, run);
+        assert!(withdrawn > 0, "{what}: no withdrawal");
+        for pair in 0..PAIRS {
+            let x = int(&t.get(&account(2 * pair)).unwrap().unwrap());
+            let y = int(&t.get(&account(2 * pair + 1)).unwrap().unwrap());
+            assert!(x + y >= 0, "{what}: pair {pair} skewed to {x} + {y}");
+        }
+    }
+}
+
+/// Snapshot-isolation transactions run by hand on hot counters, beside serializable ones: a
+/// write refused as a write conflict (K24: first updater wins) names the key written, and
+/// after it the transaction is rolled back (or dropped) with nothing of it left; a refused
+/// lock is a deadlock's or wait-die's; every committed increment counts.
+#[test]
+fn k24_hand_run_snapshot_writers_see_conflicts_naming_their_key_and_lose_nothing() {
+    for policy in POLICIES {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = open(dir.path(), policy, CommitMode::Async);
+        const COUNTERS: u64 = 3;
+        for i in 0..COUNTERS {
+            t.insert(&counter(i), &0i64.to_be_bytes()).unwrap();
+        }
+        let what = format!("{policy:?}");
+        let stop = Arc::new(AtomicBool::new(false));
+        let run = {
+            let (db, t, stop) = (db.clone(), t.clone(), stop.clone());
+            move || {
+                let workers: Vec<_> = (0..6)
+                    .map(|th| {
+                        let (db, t, stop) = (db.clone(), t.clone(), stop.clone());
+                        std::thread::spawn(move || {
+                            let mut rng = XorShift(th * 131 + 1);
+                            let (mut added, mut conflicts) = (0i64, 0u64);
+                            while !stop.load(Ordering::Relaxed) {
+                                let picked = pick(&mut rng, 2, COUNTERS);
+                                let mut tx = if th % 3 == 2 { db.begin() } else { db.begin_snapshot() };
+                                let me = tx.id();
+                                let mut at = Vec::new();
+                                let mut bump = |tx: &mut Transaction<'_>| -> swizzledb::Result<()> {
+                                    for &c in &picked {
+                                        at = counter(c);
+                                        let v = read(tx, &t, &at)?;
+                                        tx.put(&t, &at, &(v + 1).to_be_bytes())?;
+                                    }
+                                    Ok(())
+                                };
+                                match bump(&mut tx) {
+                                    Ok(()) => {
+                                        tx.commit().unwrap();
+                                        added += 2;
+                                    }
+                                    Err(Error::WriteConflict { key, .. }) => {
+                                        assert!(tx.is_snapshot());
+                                        assert_eq!(&*key, &at[..], "the conflict names the key written");
+                                        conflicts += 1;
+                                        if rng.next().is_multiple_of(2) {
+                                            tx.abort().unwrap();
+                                        }
+                                    }
+                                    Err(e) => assert_refusal(&e, me, Some(&at), policy),
+                                }
+                            }
+                            (added, conflicts)
+                        })
+                    })
+                    .collect();
+                std::thread::sleep(phase());
+                stop.store(true, Ordering::Relaxed);
+                workers.into_iter().map(|w| w.join().unwrap()).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+            }
+        };
+        let (added, conflicts) = watchdog(&what, 60, run);
+        assert!(conflicts > 0, "{what}: no write conflict");
+        let sum: i64 = (0..COUNTERS).map(|i| int(&t.get(&counter(i)).unwrap().unwrap())).sum();
+        assert_eq!(sum, added, "{what}: the counters against the committed increments");
+        assert_eq!(db.lock_stats().unwrap().timeouts, 0, "{what}");
+    }
+}
