@@ -631,8 +631,8 @@ fn k23_a_cycle_of_three_refuses_only_the_youngest_and_the_rest_commit() {
                         let me = tx.id();
                         tx.put(t, keys[i], &1i64.to_be_bytes()).unwrap();
                         barrier.wait();
-                        // Make the youngest ask last, so that the cycle closes at its request
-                        // or at someone else's, varying from run to run.
+                        // Whichever asks last closes the cycle (it varies from run to run):
+                        // the youngest is refused all the same.
                         let r = tx.put(t, keys[(i + 1) % 3], &1i64.to_be_bytes()).map(|_| ());
                         match &r {
                             Ok(()) => tx.commit().unwrap(),
@@ -1018,4 +1018,53 @@ fn k24_hand_run_snapshot_writers_see_conflicts_naming_their_key_and_lose_nothing
         assert_eq!(sum, added, "{what}: the counters against the committed increments");
         assert_eq!(db.lock_stats().unwrap().timeouts, 0, "{what}");
     }
+}
+
+/// A victim withdrawn by the other transaction's look for a deadlock (the older one closed the
+/// cycle, K23) keeps its transaction and its locks, and can go on: a request for a free key is
+/// granted at once, and asking again for the key of the deadlock is refused again (the older
+/// one still waits for the victim's key), not left waiting; once the victim ends, the older one
+/// gets its lock at once.
+#[test]
+fn k23_a_victim_withdrawn_by_another_goes_on_in_the_same_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = open(dir.path(), DeadlockPolicy::Detect, CommitMode::Async);
+    for k in [b"a", b"b", b"c"] {
+        t.insert(k, &0i64.to_be_bytes()).unwrap();
+    }
+    let (db, t) = (&*db, &t);
+    watchdog_scoped("a victim goes on", || {
+        let mut older = db.begin();
+        let mut younger = db.begin();
+        older.put(t, b"a", &1i64.to_be_bytes()).unwrap();
+        younger.put(t, b"b", &2i64.to_be_bytes()).unwrap();
+        let (older_id, younger_id) = (older.id(), younger.id());
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            let victim = s.spawn(move || {
+                // Waits for `a`, until the older one's request for `b` closes the cycle and
+                // fails this one, the youngest.
+                let e = younger.put(t, b"a", &2i64.to_be_bytes()).unwrap_err();
+                assert_refusal(&e, younger_id, Some(b"a"), DeadlockPolicy::Detect);
+                let Error::Lock(LockError::Deadlock { others, .. }) = &e else { unreachable!() };
+                assert_eq!(others, &[older_id]);
+                younger.put(t, b"c", &2i64.to_be_bytes()).unwrap();
+                let e = younger.put(t, b"a", &2i64.to_be_bytes()).unwrap_err();
+                assert_refusal(&e, younger_id, Some(b"a"), DeadlockPolicy::Detect);
+                younger.abort().unwrap();
+            });
+            while db.lock_stats().unwrap().waits == 0 {
+                std::thread::yield_now();
+            }
+            older.put(t, b"b", &1i64.to_be_bytes()).unwrap();
+            older.commit().unwrap();
+            victim.join().unwrap();
+        });
+        assert!(started.elapsed() < Duration::from_secs(5), "waits ended late: {:?}", started.elapsed());
+    });
+    assert_eq!(int(&t.get(b"a").unwrap().unwrap()), 1);
+    assert_eq!(int(&t.get(b"b").unwrap().unwrap()), 1);
+    assert_eq!(int(&t.get(b"c").unwrap().unwrap()), 0, "the victim's later write was rolled back");
+    let stats = db.lock_stats().unwrap();
+    assert_eq!((stats.deadlocks, stats.timeouts), (2, 0), "{stats:?}");
 }
