@@ -30,6 +30,8 @@ pub struct Builder {
     pub(crate) logging: Option<bool>,
     pub(crate) locking: Locking,
     pub(crate) deadlock_policy: crate::lock::DeadlockPolicy,
+    /// `None`: [`crate::lock::DEFAULT_WAIT_TIMEOUT`].
+    pub(crate) lock_wait_timeout: Option<std::time::Duration>,
     pub(crate) commit_mode: CommitMode,
     pub(crate) log_segment_bytes: Option<u64>,
     pub(crate) log_recovery: swizzledb_wal::Recovery,
@@ -282,6 +284,19 @@ impl Builder {
     #[must_use]
     pub fn log_archive(mut self, on: bool) -> Self {
         self.log_archive = on;
+        self
+    }
+
+    /// How long a transaction's request for a record lock waits for the holder before it fails
+    /// with [`Error::Lock`]`(`[`LockError::Timeout`](crate::lock::LockError::Timeout)`)`
+    /// (default [`DEFAULT_WAIT_TIMEOUT`](crate::lock::DEFAULT_WAIT_TIMEOUT), 10 s; LOCKS.md K9).
+    /// Deadlocks are found without it (K23): the timeout ends the waits for a transaction that
+    /// holds its locks too long, such as one left open. `Duration::ZERO` makes a request that
+    /// would wait fail at once (no wait). [`Database::transact`] does not retry a timeout: it
+    /// returns it. Only with record locks (the default on a logged database).
+    #[must_use]
+    pub fn lock_wait_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.lock_wait_timeout = Some(timeout);
         self
     }
 

@@ -190,8 +190,9 @@ pub enum LockError {
     #[error(
         "{txn} waited {waited:?} for a {mode} lock on a key of tree {tree} without getting it; \
          abort and retry the transaction, and if this happens without long transactions, look for \
-         one left open that holds the key (a database waits {DEFAULT_WAIT_TIMEOUT:?}; a lock \
-         manager of your own waits as long as LockManager::with_wait_timeout sets)"
+         one left open that holds the key (a database waits as long as Builder::lock_wait_timeout \
+         sets, {DEFAULT_WAIT_TIMEOUT:?} by default; a lock manager of your own, as long as \
+         LockManager::with_wait_timeout sets)"
     )]
     Timeout {
         /// The requesting transaction.

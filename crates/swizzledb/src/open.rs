@@ -458,7 +458,11 @@ impl Builder {
         // K17, K21: a database with record locks keeps versions, so that reads outside
         // transactions and read-only transactions take no lock and wait for no writer.
         let record_locks = (self.locking == Locking::On).then(|| {
-            Arc::new(lock::LockManager::new(lock::ENGINE_SHARDS).with_deadlock_policy(self.deadlock_policy))
+            Arc::new(
+                lock::LockManager::new(lock::ENGINE_SHARDS)
+                    .with_deadlock_policy(self.deadlock_policy)
+                    .with_wait_timeout(self.lock_wait_timeout.unwrap_or(lock::DEFAULT_WAIT_TIMEOUT)),
+            )
         });
         let versions = record_locks.as_ref().map(|locks| {
             Arc::new(crate::versions::Versions::new(

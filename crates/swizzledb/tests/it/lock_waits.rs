@@ -1068,3 +1068,40 @@ fn k23_a_victim_withdrawn_by_another_goes_on_in_the_same_transaction() {
     let stats = db.lock_stats().unwrap();
     assert_eq!((stats.deadlocks, stats.timeouts), (2, 0), "{stats:?}");
 }
+
+/// K9, `Builder::lock_wait_timeout`: a database's lock waits end at the timeout it was built
+/// with — here 150 ms, where the default is 10 s — and `Duration::ZERO` refuses a request that
+/// would wait at once; the error names the timeout, and the holder's lock is untouched.
+#[test]
+fn k9_the_builders_lock_wait_timeout_bounds_a_wait() {
+    for timeout in [Duration::from_millis(150), Duration::ZERO] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder().lock_wait_timeout(timeout).create(dir.path().join("db.swz")).unwrap();
+        let t = db.create_tree("t").unwrap();
+        t.insert(b"k", b"0").unwrap();
+        let mut holder = db.begin();
+        holder.put(&t, b"k", b"held").unwrap();
+        let started = Instant::now();
+        let waited = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut tx = db.begin();
+                let e = tx.put(&t, b"k", b"waiter").expect_err("the key is held");
+                (e, started.elapsed())
+            })
+            .join()
+            .unwrap()
+        });
+        match waited {
+            (Error::Lock(LockError::Timeout { waited, key, .. }), took) => {
+                assert_eq!((waited, &*key), (timeout, &b"k"[..]));
+                assert!(took >= timeout, "{timeout:?}: gave up after {took:?}");
+                assert!(took < timeout + Duration::from_secs(5), "{timeout:?}: waited {took:?}");
+            }
+            (e, _) => panic!("{timeout:?}: {e:?}"),
+        }
+        holder.commit().unwrap();
+        assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"held"[..]));
+        drop(t);
+        db.close().unwrap();
+    }
+}
