@@ -55,6 +55,7 @@ mod single_page_recovery;
 mod small_pool_scans;
 mod snapshot_isolation;
 mod snapshots;
+mod space;
 mod sweep;
 mod trace;
 mod transactions;
