@@ -286,8 +286,10 @@ impl Database {
         self.core.cleaner.as_ref().map(|c| c.counters.snapshot())
     }
 
-    /// Bytes of log kept on disk now, from the oldest record restart could need (or not yet
-    /// truncated) to the end (`None` without logging). The page cleaner keeps it below
+    /// Bytes of log kept now, from the oldest record restart could need (or not yet
+    /// truncated) to the end (`None` without logging). The end's records may still be in the
+    /// log's memory buffer, not yet written (asynchronous commits write them later), so this
+    /// can exceed what the segment files hold. The page cleaner keeps it below
     /// [`Builder::max_log_bytes`](crate::Builder::max_log_bytes) (R15).
     #[must_use]
     pub fn log_bytes(&self) -> Option<u64> {

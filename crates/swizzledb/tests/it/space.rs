@@ -444,3 +444,213 @@ fn a_crash_at_any_call_of_large_value_churn_loses_no_page() {
     );
     assert!(kills > 20, "{kills} kills");
 }
+
+/// Writes of large values that a transaction's locks or snapshot refuse — a key another
+/// transaction wrote (wait-die), a gap another transaction read (next-key locking), a key
+/// changed since a snapshot — and the writes of one transaction over one key again and again
+/// (insert, replace, swap, update, delete) rolled back: no page stays allocated.
+#[test]
+fn refused_and_repeated_large_writes_in_transactions_lose_no_page() {
+    for mode in MODES {
+        let ctx = format!("{mode:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let db = builder(true, mode).create(&path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for k in 0..20u32 {
+            t.insert(&(k * 2).to_be_bytes(), &value(if k % 3 == 0 { 5000 } else { 60 }, 1)).unwrap();
+        }
+        let want = contents(&t);
+        let big = value(9000, 7);
+        for round in 0..10u32 {
+            let k = ((round % 20) * 2).to_be_bytes();
+            // Older holds the key and a gap; the younger one dies at both.
+            let mut older = db.begin();
+            older.put(&t, &k, &value(3000, 2)).unwrap();
+            let gap: Vec<_> = older
+                .range(&t, std::ops::Bound::Included(&100u32.to_be_bytes()[..]), Unbounded)
+                .map(|r| r.unwrap())
+                .collect();
+            assert!(gap.is_empty(), "{ctx}");
+            let mut younger = db.begin();
+            assert!(younger.put(&t, &k, &big).is_err(), "{ctx}: a key the older one wrote");
+            assert!(younger.put(&t, &200u32.to_be_bytes(), &big).is_err(), "{ctx}: a gap it read");
+            drop(younger);
+            older.abort().unwrap();
+            // A snapshot writer whose key changed under it.
+            let mut snap = db.begin_snapshot();
+            assert!(snap.get(&t, &k).unwrap().is_some(), "{ctx}");
+            t.upsert(&k, &value(4000, 3)).unwrap();
+            assert!(snap.put(&t, &k, &big).is_err(), "{ctx}: a write conflict");
+            drop(snap);
+            t.upsert(&k, want.get(&k[..]).unwrap()).unwrap();
+            // One key written over and over in one transaction, rolled back.
+            let mut tx = db.begin();
+            let fresh = (1001 + round).to_be_bytes();
+            tx.insert(&t, &fresh, &big).unwrap();
+            tx.put(&t, &fresh, &value(100, 4)).unwrap();
+            tx.put(&t, &fresh, &value(12000, 4)).unwrap();
+            let cur = tx.get(&t, &fresh).unwrap();
+            let r = tx.compare_and_swap(&t, &fresh, cur.as_deref(), Some(&big)).unwrap();
+            assert!(r.is_ok(), "{ctx}");
+            tx.update_with(&t, &k, |_, out| out.extend_from_slice(&big)).unwrap();
+            tx.update_with(&t, &k, |_, out| out.extend_from_slice(b"small")).unwrap();
+            tx.delete(&t, &fresh).unwrap();
+            tx.put(&t, &fresh, &big).unwrap();
+            tx.delete(&t, &k).unwrap();
+            tx.put(&t, &k, &value(7000, 5)).unwrap();
+            if round % 2 == 0 {
+                tx.abort().unwrap();
+            } else {
+                drop(tx);
+            }
+            assert_eq!(contents(&t), want, "{ctx}: round {round}");
+            assert_no_lost_pages(&db, &format!("{ctx}: round {round}"));
+        }
+        drop(t);
+        db.close().unwrap();
+        assert_file_clean(&path, &ctx);
+    }
+}
+
+/// A pool too small for what is written (main-memory mode: `MemoryLimit`): the writes that fail,
+/// mid-split or mid-chain, lose no page, and once records are deleted the room is used again.
+#[test]
+fn writes_refused_for_want_of_memory_lose_no_page() {
+    for logged in [false, true] {
+        let ctx = format!("logged {logged}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let db = Database::builder()
+            .mode(PoolMode::MainMemory)
+            .page_size(4096)
+            .pool_bytes(96 * 4096)
+            .logging(logged)
+            .commit_mode(CommitMode::Async)
+            .create(&path)
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        let mut model = Map::new();
+        let mut failures = 0;
+        for k in 0..2000u32 {
+            let v = value(if k % 5 == 0 { 4000 + (k as usize % 7) * 1000 } else { 300 }, 1);
+            match t.insert(&k.to_be_bytes(), &v) {
+                Ok(()) => {
+                    model.insert(k.to_be_bytes().to_vec(), v);
+                }
+                Err(e) => {
+                    failures += 1;
+                    assert!(matches!(e, TreeError::Buffer(_)), "{ctx}: {e:?}");
+                    assert_no_lost_pages(&db, &format!("{ctx}: key {k}: {e}"));
+                    if failures > 40 {
+                        break;
+                    }
+                }
+            }
+        }
+        assert!(failures > 0, "{ctx}: never ran out");
+        assert_eq!(contents(&t), model, "{ctx}");
+        let keys: Vec<_> = model.keys().cloned().collect();
+        for k in keys.iter().step_by(2) {
+            assert!(t.delete(k).unwrap(), "{ctx}");
+            model.remove(k);
+        }
+        for k in 5000..5100u32 {
+            if t.insert(&k.to_be_bytes(), &value(200, 2)).is_ok() {
+                model.insert(k.to_be_bytes().to_vec(), value(200, 2));
+            }
+        }
+        assert_eq!(contents(&t), model, "{ctx}");
+        assert_no_lost_pages(&db, &ctx);
+        drop(t);
+        db.close().unwrap();
+        assert_file_clean(&path, &ctx);
+    }
+}
+
+/// `Tree::len` on a logged database counts the committed records of one snapshot, beside
+/// another transaction's uncommitted inserts and deletes; `approximate_len` counts what the
+/// pages hold.
+#[test]
+fn len_counts_committed_records_beside_open_transactions() {
+    for mode in MODES {
+        let ctx = format!("{mode:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let db = builder(true, mode).create(dir.path().join("db.swz")).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for k in 0..100u32 {
+            t.insert(&(k * 2).to_be_bytes(), &value(if k % 9 == 0 { 5000 } else { 30 }, 1)).unwrap();
+        }
+        let mut tx = db.begin();
+        for k in 0..30u32 {
+            tx.insert(&t, &(k * 2 + 1).to_be_bytes(), b"new").unwrap();
+        }
+        for k in 0..10u32 {
+            tx.delete(&t, &(k * 2).to_be_bytes()).unwrap();
+        }
+        assert_eq!(t.len().unwrap(), 100, "{ctx}: beside an open transaction");
+        tx.commit().unwrap();
+        assert_eq!(t.len().unwrap(), 120, "{ctx}: after its commit");
+        assert_eq!(t.approximate_len().unwrap() as usize, 120, "{ctx}");
+        drop(t);
+        db.close().unwrap();
+    }
+}
+
+/// Bytes of the log segments in `dir`, and of the double-write area (buffer F15).
+fn log_dir_bytes(dir: &Path) -> (u64, u64) {
+    let (mut segments, mut area) = (0, 0);
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let len = e.metadata().unwrap().len();
+        let name = e.file_name().into_string().unwrap();
+        if name == "doublewrite" {
+            area += len;
+        } else if name.ends_with(".log") || name.ends_with(".spare") {
+            segments += len;
+        }
+    }
+    (segments, area)
+}
+
+/// Churn of large values through a logged database with a small log bound and sync commits:
+/// the log's segments stay near the bound (R15), the double-write area within its 8 regions of
+/// 64 pages (buffer F15), the database file reaches a steady size, and `log_bytes` is no more
+/// than the segments hold.
+#[test]
+fn the_log_stays_bounded_under_churn_of_large_values() {
+    for mode in [PoolMode::Traditional, PoolMode::MainMemory] {
+        let ctx = format!("{mode:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let bound = 512 << 10;
+        let db = builder(true, mode)
+            .commit_mode(CommitMode::Sync)
+            .log_segment_bytes(64 << 10)
+            .max_log_bytes(bound)
+            .create(&path)
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        let wal = swizzledb::wal_dir(&path);
+        let (mut most, mut most_area) = (0, 0);
+        let mut pages = Vec::new();
+        for round in 0..25u64 {
+            for k in 0..40u64 {
+                let len = if (k + round) % 4 == 0 { 9000 } else { 200 };
+                t.upsert(&k.to_be_bytes(), &value(len, round)).unwrap();
+            }
+            let (segments, area) = log_dir_bytes(&wal);
+            (most, most_area) = (most.max(segments), most_area.max(area));
+            let reported = db.log_bytes().unwrap();
+            assert!(reported <= segments, "{ctx}: log_bytes {reported} > {segments} in segments");
+            pages.push(page_count(&db));
+        }
+        assert!(most <= 2 * bound, "{ctx}: the log's segments reached {most} bytes, bound {bound}");
+        assert!(most_area <= 8 * 64 * 4096, "{ctx}: the double-write area reached {most_area} bytes");
+        assert!(pages[24] <= pages[9] + pages[9] / 4, "{ctx}: {pages:?}");
+        assert_no_lost_pages(&db, &ctx);
+        drop(t);
+        db.close().unwrap();
+        assert_file_clean(&path, &ctx);
+    }
+}
