@@ -1604,6 +1604,12 @@ impl Tree {
             .collect();
         let mut scratch = Vec::new();
         for stub in stubs {
+            let len = overflow::Stub::decode(&stub).map(|s| s.len);
+            if len.is_some_and(|len| usize::try_from(len).map_or(true, |len| len > self.max_value_len())) {
+                // T22 5: longer than this pool takes latched at once (`latch_large` refuses it).
+                self.free_chain_by_page(&stub, g.page_id(), log, freed)?;
+                continue;
+            }
             let chain = self.latch_large(&stub, g.page_id(), &mut scratch)?;
             log_structure(log, &[], &chain.ids())?;
             *freed += chain.guards.len();
@@ -1631,6 +1637,48 @@ impl Tree {
         }
         node::truncate(g, 0);
         node::clear_foster(g);
+        Ok(())
+    }
+}
+
+impl Tree {
+    /// Frees the chain of a dropped tree's large value a page at a time, each page logged under
+    /// its latch right before it is freed, as [`Tree::free_below`] frees nodes (RECOVERY.md R23):
+    /// for a value longer than this pool takes latched at once (T22 5), which only a drop frees
+    /// (no handle reaches the tree any more). A chain that is not what its stub says stops the
+    /// walk as `Damaged`, having freed only overflow pages of the chain.
+    fn free_chain_by_page(&self, stub: &[u8], leaf: PageId, log: Log<'_>, freed: &mut usize) -> Result<()> {
+        let damaged = |reason: String| TreeError::Damaged { page: leaf, reason };
+        let s = overflow::Stub::decode(stub)
+            .ok_or_else(|| damaged("a record's stub names no overflow page".into()))?;
+        let ps = self.pool.page_size();
+        let len = usize::try_from(s.len).unwrap_or(usize::MAX);
+        if !overflow::is_large(ps, len) || len > overflow::MAX_VALUE_LEN {
+            return Err(damaged(format!("a stub of a {len}-byte value")));
+        }
+        let pages = overflow::chain_len(ps, len);
+        let mut seen = std::collections::HashSet::with_capacity(pages);
+        let mut at = Some(s.first);
+        for i in 0..pages {
+            let id =
+                at.ok_or_else(|| damaged(format!("the overflow chain ends after {i} of {pages} pages")))?;
+            // Buffer B3a: a page freed here is never fixed again.
+            if !seen.insert(id) {
+                return Err(damaged(format!("the overflow chain names page {id} twice")));
+            }
+            let g: ExclusiveGuard<'_> = self.with_room(|| Ok(self.pool.fix_page(id)?))?;
+            let ty = page::page_type(&g);
+            if ty != Some(page::PageType::Overflow) {
+                return Err(damaged(format!("page {id} of an overflow chain is a {ty:?} page")));
+            }
+            at = overflow::next(&g);
+            log_structure(log, &[], &[id])?;
+            self.pool.free_page(g);
+            *freed += 1;
+        }
+        if let Some(id) = at {
+            return Err(damaged(format!("the overflow chain goes on to page {id} past the value's end")));
+        }
         Ok(())
     }
 }

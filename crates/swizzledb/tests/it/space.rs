@@ -654,3 +654,196 @@ fn the_log_stays_bounded_under_churn_of_large_values() {
         assert_file_clean(&path, &ctx);
     }
 }
+
+/// A file that shrank to almost nothing holds thousands of free pages: a checkpoint lists them
+/// (in parts, R7), and after a power loss restart finds every one of them free again — and so
+/// does a clean close's free chain, through reopen cycles: churn after either grows nothing.
+#[test]
+fn thousands_of_free_pages_survive_checkpoints_crashes_and_reopens() {
+    for mode in [PoolMode::Traditional, PoolMode::MainMemory] {
+        let ctx = format!("{mode:?}");
+        let fs = new_fs();
+        let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(fs.clone());
+        let pool = if mode == PoolMode::MainMemory { 64 << 20 } else { 1 << 20 };
+        let b = || common::builder(mode, Arc::clone(&vfs)).pool_bytes(pool).commit_mode(CommitMode::Async);
+        let db = b().create(common::db_path()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for k in 0..1000u32 {
+            t.insert(&k.to_be_bytes(), &value(if k % 2 == 0 { 12000 } else { 600 }, 1)).unwrap();
+        }
+        let full = page_count(&db);
+        assert!(full > 1500, "{ctx}: {full} pages");
+        for k in 0..1000u32 {
+            t.delete(&k.to_be_bytes()).unwrap();
+        }
+        db.checkpoint().unwrap();
+        t.insert(b"after", b"the checkpoint").unwrap();
+        db.flush().unwrap();
+        fs.power_off(CrashMode::DropUnsynced);
+        drop(t);
+        drop(db);
+        fs.power_on();
+        for cycle in 0..4u32 {
+            let db = b().open(common::db_path()).unwrap();
+            let cctx = format!("{ctx}: cycle {cycle}");
+            assert_no_lost_pages(&db, &cctx);
+            assert_eq!(page_count(&db), full, "{cctx}");
+            let free = db.pool().allocation().free_pages.len() as u64;
+            assert!(free + 10 > full, "{cctx}: {free} of {full} pages free");
+            let t = db.tree("t").unwrap();
+            for k in 0..100u32 {
+                t.upsert(&k.to_be_bytes(), &value(12000, u64::from(cycle))).unwrap();
+            }
+            for k in 0..100u32 {
+                t.delete(&k.to_be_bytes()).unwrap();
+            }
+            assert_eq!(page_count(&db), full, "{cctx}: churn over free pages grew the file");
+            drop(t);
+            db.close().unwrap();
+        }
+    }
+}
+
+/// Instant restart (R22) rolls the losers back in the background: transactions that were
+/// writing large values at the crash give every page back, and so they do when the power
+/// fails again while that rollback runs.
+#[test]
+fn instant_restart_rolls_back_large_losers_without_losing_pages() {
+    let fs = new_fs();
+    let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(fs.clone());
+    let b = || {
+        common::builder(PoolMode::Swizzling, Arc::clone(&vfs))
+            .pool_bytes(256 * 4096)
+            .log_archive(true)
+            .restart_mode(swizzledb::RestartMode::Instant)
+    };
+    let db = b().create(common::db_path()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for k in 0..40u32 {
+        t.insert(&k.to_be_bytes(), &value(if k % 3 == 0 { 7000 } else { 80 }, 1)).unwrap();
+    }
+    let want = contents(&t);
+    drop(t);
+    db.close().unwrap();
+    for crash in 0..6u32 {
+        let ctx = format!("crash {crash}");
+        let db = b().open(common::db_path()).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        let t = db.tree("t").unwrap();
+        if crash % 2 == 0 {
+            // Let the previous losers' rollback finish (verify waits for it), then check.
+            assert_eq!(contents(&t), want, "{ctx}");
+            assert_no_lost_pages(&db, &ctx);
+        }
+        let mut tx = db.begin();
+        for k in 0..40u32 {
+            if k % 4 == 0 {
+                tx.delete(&t, &k.to_be_bytes()).unwrap();
+            } else {
+                tx.put(&t, &k.to_be_bytes(), &value(9000, 2)).unwrap();
+            }
+        }
+        for k in 100..110u32 {
+            tx.put(&t, &k.to_be_bytes(), &value(6000, 2)).unwrap();
+        }
+        db.flush().unwrap();
+        fs.power_off(CrashMode::KeepUnsynced);
+        drop(tx);
+        drop(t);
+        drop(db);
+        fs.power_on();
+    }
+    let db = b().open(common::db_path()).unwrap();
+    let t = db.tree("t").unwrap();
+    assert_eq!(contents(&t), want);
+    assert_no_lost_pages(&db, "at the end");
+    drop(t);
+    db.close().unwrap();
+}
+
+/// A backup taken while a transaction holds uncommitted large values, and a compaction of a
+/// file a crash left unclean: each copy holds the committed records only and no page that
+/// no tree reaches.
+#[test]
+fn backups_beside_open_large_transactions_and_compactions_after_a_crash_lose_no_page() {
+    for mode in MODES {
+        let ctx = format!("{mode:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let db = builder(true, mode).create(&path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for k in 0..60u32 {
+            t.insert(&k.to_be_bytes(), &value(if k % 3 == 0 { 7000 } else { 80 }, 1)).unwrap();
+        }
+        let want = contents(&t);
+        let mut tx = db.begin();
+        for k in 0..30u32 {
+            tx.put(&t, &k.to_be_bytes(), &value(11000, 2)).unwrap();
+        }
+        for k in 100..120u32 {
+            tx.put(&t, &k.to_be_bytes(), &value(5000, 2)).unwrap();
+        }
+        let backup = dir.path().join("backup.swz");
+        db.backup_to(&backup).unwrap();
+        let copy = builder(true, mode).open(&backup).unwrap();
+        assert_eq!(contents(&copy.tree("t").unwrap()), want, "{ctx}: the backup");
+        assert_no_lost_pages(&copy, &format!("{ctx}: the backup"));
+        copy.close().unwrap();
+        assert_file_clean(&backup, &format!("{ctx}: the backup"));
+        // The original, as a crash leaves it (the transaction open, nothing closed): compacted.
+        std::mem::forget(tx);
+        std::mem::forget(t);
+        drop(db);
+        let stats = builder(true, mode).compact(&path);
+        let stats = stats.unwrap_or_else(|e| panic!("{ctx}: compact: {e}"));
+        assert_eq!(stats.records, want.len() as u64, "{ctx}: {stats:?}");
+        assert_file_clean(&path, &format!("{ctx}: compacted"));
+        let db = builder(true, mode).open(&path).unwrap();
+        assert_eq!(contents(&db.tree("t").unwrap()), want, "{ctx}: compacted");
+        db.close().unwrap();
+    }
+}
+
+/// A tree holding a value longer than the opening pool takes latched at once (btree T22 5: an
+/// earlier open with a larger pool wrote it) is dropped: the drop frees its chain too, and
+/// every other page of the tree, logged or not — no page stays allocated that no tree reaches.
+#[test]
+fn dropping_a_tree_with_a_value_longer_than_the_pool_takes_frees_every_page() {
+    for logged in [true, false] {
+        for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
+            let ctx = format!("logged {logged}, {mode:?}");
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("db.swz");
+            let big = value(1536 << 10, 3);
+            let roomy = || builder(logged, mode).pool_bytes(32 << 20);
+            let db = roomy().create(&path).unwrap();
+            let keep = db.create_tree("keep").unwrap();
+            keep.insert(b"k", b"v").unwrap();
+            let t = db.create_tree("gone").unwrap();
+            for k in 0..300u32 {
+                t.insert(&k.to_be_bytes(), &value(if k % 10 == 0 { 6000 } else { 200 }, 1)).unwrap();
+            }
+            t.insert(b"big", &big).unwrap();
+            t.insert(b"big too", &big).unwrap();
+            drop((t, keep));
+            db.close().unwrap();
+
+            // 256 frames: each chain is about 390 pages.
+            let db = builder(logged, mode).pool_bytes(1 << 20).open(&path).unwrap();
+            assert!(db.tree("gone").unwrap().max_value_len() < big.len(), "{ctx}");
+            let dropped = db.drop_tree("gone");
+            assert!(matches!(dropped, Ok(true)), "{ctx}: {dropped:?}");
+            assert_eq!(db.tree_names(), ["keep"], "{ctx}");
+            assert_no_lost_pages(&db, &ctx);
+            db.close().unwrap();
+            assert_file_clean(&path, &ctx);
+            // The freed pages are taken again: a new tree as large grows the file by nothing.
+            let db = roomy().open(&path).unwrap();
+            let before = page_count(&db);
+            let t = db.create_tree("again").unwrap();
+            t.insert(b"big", &big).unwrap();
+            assert_eq!(page_count(&db), before, "{ctx}: the dropped tree's pages are reused");
+            drop(t);
+            db.close().unwrap();
+        }
+    }
+}
