@@ -9,7 +9,7 @@ use crate::common;
 use common::{new_fs, XorShift};
 use std::collections::BTreeMap;
 use std::ops::Bound::Unbounded;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{CommitMode, Database, Error, PoolMode, Tree, TreeError};
@@ -71,16 +71,22 @@ fn builder(logged: bool, mode: PoolMode) -> swizzledb::Builder {
         .commit_mode(CommitMode::Async)
 }
 
+/// A new database of `(logged, mode)` in a directory of its own: the case's name, the directory
+/// (removed when dropped), the file's path and the database.
+fn fresh(logged: bool, mode: PoolMode) -> (String, tempfile::TempDir, PathBuf, Database) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let db = builder(logged, mode).create(&path).unwrap();
+    (format!("logged {logged}, {mode:?}"), dir, path, db)
+}
+
 /// A sliding window of keys (a queue: new keys at the end, old ones deleted at the front),
 /// updates in between, small and large values: the file stops growing once the live data
 /// stops growing, and no page is lost, in every pool mode, logged or not.
 #[test]
 fn churn_reaches_a_steady_size_and_loses_no_page() {
     for (logged, mode) in configs() {
-        let ctx = format!("logged {logged}, {mode:?}");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.swz");
-        let db = builder(logged, mode).create(&path).unwrap();
+        let (ctx, _dir, path, db) = fresh(logged, mode);
         let t = db.create_tree("t").unwrap();
         let mut model = Map::new();
         let mut rng = XorShift(0x5eed);
@@ -142,10 +148,7 @@ fn churn_reaches_a_steady_size_and_loses_no_page() {
 #[test]
 fn rolled_back_large_writes_give_their_pages_back() {
     for (logged, mode) in configs() {
-        let ctx = format!("logged {logged}, {mode:?}");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.swz");
-        let db = builder(logged, mode).create(&path).unwrap();
+        let (ctx, _dir, path, db) = fresh(logged, mode);
         let t = db.create_tree("t").unwrap();
         for k in 0..50u32 {
             t.insert(&k.to_be_bytes(), &value(if k % 5 == 0 { 6000 } else { 40 }, u64::from(k))).unwrap();
@@ -204,10 +207,7 @@ fn rolled_back_large_writes_give_their_pages_back() {
 #[test]
 fn failed_writes_of_large_values_lose_no_page() {
     for (logged, mode) in configs() {
-        let ctx = format!("logged {logged}, {mode:?}");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.swz");
-        let db = builder(logged, mode).create(&path).unwrap();
+        let (ctx, _dir, path, db) = fresh(logged, mode);
         let t = db.create_tree("t").unwrap();
         for k in 0..40u32 {
             t.insert(&k.to_be_bytes(), &value(if k % 4 == 0 { 5000 } else { 40 }, 1)).unwrap();
@@ -254,10 +254,7 @@ fn failed_writes_of_large_values_lose_no_page() {
 #[test]
 fn drop_and_create_cycles_reuse_the_pages() {
     for (logged, mode) in configs() {
-        let ctx = format!("logged {logged}, {mode:?}");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.swz");
-        let db = builder(logged, mode).create(&path).unwrap();
+        let (ctx, _dir, path, db) = fresh(logged, mode);
         let keep = db.create_tree("keep").unwrap();
         keep.insert(b"k", b"v").unwrap();
         let mut pages = Vec::new();
@@ -286,10 +283,7 @@ fn drop_and_create_cycles_reuse_the_pages() {
 #[test]
 fn compaction_and_backup_leave_clean_files() {
     for (logged, mode) in configs() {
-        let ctx = format!("logged {logged}, {mode:?}");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.swz");
-        let db = builder(logged, mode).create(&path).unwrap();
+        let (ctx, dir, path, db) = fresh(logged, mode);
         let t = db.create_tree("t").unwrap();
         for k in 0..600u32 {
             let len = if k % 7 == 0 { 6000 } else { 200 };
@@ -855,10 +849,7 @@ fn dropping_a_tree_with_a_value_longer_than_the_pool_takes_frees_every_page() {
 #[test]
 fn refused_tree_creations_allocate_nothing() {
     for (logged, mode) in configs() {
-        let ctx = format!("logged {logged}, {mode:?}");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db.swz");
-        let db = builder(logged, mode).create(&path).unwrap();
+        let (ctx, _dir, path, db) = fresh(logged, mode);
         db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
         let before = page_count(&db);
         for _ in 0..20 {
