@@ -46,8 +46,10 @@ fn account_value(amount: u64, id: u64, pad: u64) -> Vec<u8> {
 }
 
 /// A filler's key: one of a run of consecutive keys a writer adds and removes as a whole.
-fn filler_key(pos: u64, j: u64) -> Vec<u8> {
-    format!("k{pos:05}-f{j:04}").into_bytes()
+/// The writer is part of the key: two writers' runs at one position would otherwise share keys,
+/// and one writer's delete would take the other's filler.
+fn filler_key(writer: u64, pos: u64, j: u64) -> Vec<u8> {
+    format!("k{pos:05}-f{writer}-{j:04}").into_bytes()
 }
 
 const POISON: &[u8] = b"POISON";
@@ -186,18 +188,20 @@ fn writer_txn(
     }
     // A run of fillers: added (enough to split a leaf or two) or, once added, removed.
     let mut next_fill = fill;
+    // Each writer owns the accounts of one residue (`under_writers`).
+    let writer = own.accounts.keys().next().map_or(0, |id| id % WRITERS);
     match fill {
         None if rng.next().is_multiple_of(3) => {
             let pos = rng.next() % 100_000;
             let n = 20 + rng.next() % 40;
             for j in 0..n {
-                tx.put(t, &filler_key(pos, j), &[b'F'; 120])?;
+                tx.put(t, &filler_key(writer, pos, j), &[b'F'; 120])?;
             }
             next_fill = Some((pos, n));
         }
         Some((pos, n)) if rng.next().is_multiple_of(2) => {
             for j in 0..n {
-                assert!(tx.delete(t, &filler_key(pos, j))?, "a filler its writer added is absent");
+                assert!(tx.delete(t, &filler_key(writer, pos, j))?, "a filler its writer added is absent");
             }
             next_fill = None;
         }

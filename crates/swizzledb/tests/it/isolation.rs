@@ -1033,9 +1033,9 @@ fn k9_transact_returns_a_lock_wait_timeout_without_a_retry() {
         r
     });
     let Err(e @ Error::Lock(LockError::Timeout { .. })) = r else { panic!("{r:?}") };
-    // What to do names nothing a database lacks: its wait is fixed, no setting raises it.
+    // What to do names the setting a database has: Builder::lock_wait_timeout.
     let shown = e.to_string();
-    assert!(shown.contains("left open") && shown.contains("a database waits 10s"), "{shown}");
+    assert!(shown.contains("left open") && shown.contains("Builder::lock_wait_timeout"), "{shown}");
     assert_eq!(calls, 1, "a timeout is not retried");
     assert_eq!(db.lock_stats().unwrap().timeouts, 1);
     assert_eq!(t.get(b"other").unwrap(), None, "the attempt was rolled back");
