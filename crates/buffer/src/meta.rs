@@ -198,9 +198,19 @@ impl Meta {
             };
             return Err((id, problem.to_string()));
         }
+        Meta::check_roots(self.trees.iter().map(|(name, &root)| (name.as_str(), root)), |p| free.contains(&p))
+    }
+
+    /// F16, the catalog's part: no tree's root `is_free`, and no two trees share a root. `Err`
+    /// names the first root found wrong and what is wrong with it. Restart's analysis asks the
+    /// same of a checkpoint's catalog (RECOVERY.md R10).
+    pub fn check_roots<'a>(
+        trees: impl IntoIterator<Item = (&'a str, PageId)>,
+        is_free: impl Fn(PageId) -> bool,
+    ) -> std::result::Result<(), (PageId, String)> {
         let mut roots: std::collections::HashMap<PageId, &str> = std::collections::HashMap::new();
-        for (name, &root) in &self.trees {
-            if free.contains(&root) {
+        for (name, root) in trees {
+            if is_free(root) {
                 return Err((root, format!("the root of tree {name:?} is listed as free")));
             }
             if let Some(other) = roots.insert(root, name) {

@@ -238,18 +238,10 @@ pub(crate) fn implausible_checkpoint(c: &Checkpoint, known_pages: u64) -> Option
             c.page_count
         ));
     }
-    let mut roots = HashMap::new();
-    for (name, root) in &c.catalog {
-        if let Some(other) = roots.insert(*root, name) {
-            return Some(format!(
-                "page {root} is the root of both tree {other:?} and tree {name:?} (in the checkpoint)"
-            ));
-        }
-        if c.free.contains(root) {
-            return Some(format!(
-                "page {root}, the root of tree {name:?}, is listed free (in the checkpoint)"
-            ));
-        }
+    let free: std::collections::HashSet<PageId> = c.free.iter().copied().collect();
+    let catalog = c.catalog.iter().map(|(name, root)| (name.as_str(), *root));
+    if let Err((root, why)) = swizzledb_buffer::Meta::check_roots(catalog, |p| free.contains(&p)) {
+        return Some(format!("page {root}: {why} (in the checkpoint)"));
     }
     let pages = c.dirty.iter().map(|(p, _)| *p).chain(c.free.iter().copied());
     pages
