@@ -24,6 +24,8 @@
 //!   writes anything, so a reader whose loads saw any write of an exclusive section validates
 //!   against the odd (or a later) version and fails. Readers load the protected bytes with
 //!   atomic loads only, and use nothing they read before validation succeeds.
+//! * L6. `try_lock_shared` fails only when a writer holds or waits for the latch: other readers
+//!   coming and going, or a spurious failure of the swap, make it try again, never fail.
 //!
 //! Waiting spins briefly, then yields the CPU: latches are held for short sections (and for one
 //! page read on a miss), and yielding keeps oversubscribed runs (threads > cores) moving.
@@ -104,15 +106,23 @@ impl Latch {
         }
     }
 
-    /// Tries to acquire the latch in shared mode without waiting.
+    /// Tries to acquire the latch in shared mode without waiting for a writer: fails only when
+    /// one holds the latch or waits for it (L2, L6), never because of other readers.
     #[inline]
     pub fn try_lock_shared(&self) -> bool {
-        let s = self.state.load(Relaxed);
-        if s & (WRITER | WRITER_WAITING) != 0 {
-            return false;
+        let mut s = self.state.load(Relaxed);
+        // L6: a swap that failed because other readers came or went (or spuriously) is tried
+        // again from the state it found; only a writer makes the try fail.
+        loop {
+            if s & (WRITER | WRITER_WAITING) != 0 {
+                return false;
+            }
+            debug_assert!(s & READERS < READERS, "L1: reader count overflow");
+            match self.state.compare_exchange_weak(s, s + 1, Acquire, Relaxed) {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
         }
-        debug_assert!(s & READERS < READERS, "L1: reader count overflow");
-        self.state.compare_exchange_weak(s, s + 1, Acquire, Relaxed).is_ok()
     }
 
     /// Releases a shared hold.
@@ -332,6 +342,39 @@ mod tests {
     }
 
     #[test]
+    fn l6_try_lock_shared_fails_only_for_a_writer() {
+        // Readers that come and go beside it never make it fail, nor does anything spurious.
+        let l = Arc::new(Latch::new());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, stop) = (Arc::clone(&l), Arc::clone(&stop));
+                std::thread::spawn(move || {
+                    while !stop.load(Relaxed) {
+                        l.lock_shared();
+                        l.unlock_shared();
+                    }
+                })
+            })
+            .collect();
+        let tries = if cfg!(miri) { 200 } else { 200_000 };
+        let failed = (0..tries)
+            .filter(|_| {
+                let got = l.try_lock_shared();
+                if got {
+                    l.unlock_shared();
+                }
+                !got
+            })
+            .count();
+        stop.store(true, Relaxed);
+        for t in churn {
+            t.join().unwrap();
+        }
+        assert_eq!(failed, 0, "L6: try_lock_shared failed {failed} of {tries} times with only readers about");
+    }
+
+    #[test]
     fn counter_under_exclusive_latch_is_exact() {
         struct Shared {
             latch: Latch,
@@ -410,6 +453,25 @@ mod loom_tests {
             // SAFETY: all other threads have been joined.
             let v = s.value.with(|v| unsafe { *v });
             assert!(v == 1 || v == 11, "lost update: {v}");
+        });
+    }
+
+    /// L6 model-checked: with only readers about, `try_lock_shared` never fails, in whatever
+    /// order another reader's acquisition and release fall between its load and its swap.
+    #[test]
+    fn loom_try_lock_shared_beside_readers_never_fails() {
+        loom::model(|| {
+            let l = Arc::new(Latch::new());
+            let r = {
+                let l = l.clone();
+                loom::thread::spawn(move || {
+                    l.lock_shared();
+                    l.unlock_shared();
+                })
+            };
+            assert!(l.try_lock_shared(), "L6: a try failed with only a reader about");
+            l.unlock_shared();
+            r.join().unwrap();
         });
     }
 
