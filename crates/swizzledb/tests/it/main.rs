@@ -56,6 +56,7 @@ mod small_pool_scans;
 mod snapshot_isolation;
 mod snapshots;
 mod space;
+mod stats_truth;
 mod sweep;
 mod trace;
 mod transactions;
