@@ -260,13 +260,14 @@ impl Database {
     }
 
     /// Checkpoints taken since the database opened, by kind and outcome (`None` without
-    /// logging).
+    /// logging, and on a read-only open, which reads no log even where
+    /// [`Database::is_logged`] is true).
     #[must_use]
     pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
         self.core.wal.as_ref().map(|w| w.stats.snapshot())
     }
 
-    /// Checkpoints taken since the database opened (all zero without logging);
+    /// Checkpoints taken since the database opened (all zero without logging or read-only);
     /// [`Database::checkpoint_stats`] has more.
     #[must_use]
     pub fn checkpoint_counts(&self) -> CheckpointCounts {
@@ -280,7 +281,8 @@ impl Database {
         })
     }
 
-    /// What the page cleaner did since the database opened (`None` without logging).
+    /// What the page cleaner did since the database opened (`None` without logging or
+    /// read-only).
     #[must_use]
     pub fn cleaner_stats(&self) -> Option<CleanerStats> {
         self.core.cleaner.as_ref().map(|c| c.counters.snapshot())
@@ -290,7 +292,8 @@ impl Database {
     /// truncated) to the end (`None` without logging). The end's records may still be in the
     /// log's memory buffer, not yet written (asynchronous commits write them later), so this
     /// can exceed what the segment files hold. The page cleaner keeps it below
-    /// [`Builder::max_log_bytes`](crate::Builder::max_log_bytes) (R15).
+    /// [`Builder::max_log_bytes`](crate::Builder::max_log_bytes) (R15). `None` on a read-only
+    /// open too, which reads no log.
     #[must_use]
     pub fn log_bytes(&self) -> Option<u64> {
         self.core.wal.as_deref().map(cleaner::log_bytes)
@@ -330,7 +333,8 @@ impl Database {
         self.core.wal.as_ref().and_then(|w| w.archive.as_deref()).map(swizzledb_wal::Archive::runs)
     }
 
-    /// The log's counters (`None` without logging).
+    /// The log's counters (`None` without logging, and on a read-only open, which reads no
+    /// log even where [`Database::is_logged`] is true).
     #[must_use]
     pub fn log_stats(&self) -> Option<LogStats> {
         self.core.wal.as_ref().map(|w| w.log.stats())
