@@ -64,6 +64,10 @@ impl AlignedBuf {
     /// # Errors
     /// [`BufferError::Config`] if `len` is zero or the kernel refuses the mapping.
     pub fn new_lazy(len: usize) -> Result<AlignedBuf> {
+        // Miri has no `mmap`: a zeroed allocation of the same alignment stands in (F1).
+        if cfg!(miri) {
+            return Self::new(len, HUGE_PAGE);
+        }
         let layout = Layout::from_size_align(len, HUGE_PAGE)
             .ok()
             .filter(|_| len > 0)
@@ -111,7 +115,7 @@ impl AlignedBuf {
         let p = self.ptr.as_ptr();
         // SAFETY: F1b — advice on our own region; POPULATE_WRITE faults pages in as a write
         // would, without changing a byte. Failure (an older kernel) falls back below.
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         if unsafe { libc::madvise(p.cast(), len, libc::MADV_POPULATE_WRITE) } == 0 {
             return;
         }
@@ -127,6 +131,9 @@ impl AlignedBuf {
     /// after: one TLB entry then covers 2 MiB of them instead of 4 KiB, so a hit on a cold frame
     /// costs no page walk for its descriptor.
     pub fn advise_huge<T>(v: &Vec<T>) {
+        if cfg!(miri) {
+            return; // no `madvise` there; advice changes nothing (F1a)
+        }
         let bytes = v.capacity() * std::mem::size_of::<T>();
         let start = v.as_ptr().cast::<u8>();
         let skip = start.align_offset(HUGE_PAGE);
@@ -247,7 +254,9 @@ mod tests {
 
     #[test]
     fn f1b_prefault_keeps_the_contents() {
-        let mut buf = AlignedBuf::new_lazy(HUGE_PAGE + 3 * 4096).expect("mapping");
+        // Under Miri, which interprets each byte's check, a region of a few pages.
+        let len = if cfg!(miri) { 3 * 4096 } else { HUGE_PAGE + 3 * 4096 };
+        let mut buf = AlignedBuf::new_lazy(len).expect("mapping");
         buf.as_mut_slice()[5000] = 7;
         buf.prefault();
         assert!(buf.as_slice().iter().enumerate().all(|(i, &b)| b == if i == 5000 { 7 } else { 0 }));

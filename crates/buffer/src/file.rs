@@ -1557,6 +1557,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no O_DIRECT")]
     fn direct_io_or_config_error() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("direct.db");
