@@ -447,6 +447,8 @@ impl Policy for Lirs {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{HashMap, VecDeque};
+
     use proptest::prelude::*;
 
     use super::*;
@@ -683,6 +685,166 @@ mod tests {
         }
     }
 
+    /// What the reference model knows of a page in S or Q.
+    #[derive(Copy, Clone, PartialEq, Eq, Debug)]
+    enum Kind {
+        Lir,
+        /// A resident HIR block (in Q, and in S if recently referenced).
+        Hir,
+        /// A non-resident HIR block in S.
+        Ghost,
+    }
+
+    /// The paper's LIRS (Jiang & Zhang 2002, §3.3, "upon accessing" cases 1-3 and stack
+    /// pruning), written naively over a `Vec` (S, bottom first) and a `VecDeque` (Q, front
+    /// first) of page ids, with only the departures the module docs document that a plain trace
+    /// served one eviction per miss can show:
+    /// - L_hirs = max(1, 1% of c), L_lirs = c − L_hirs; the first L_lirs blocks are LIR.
+    /// - At most 2c non-resident HIR blocks; making one more forgets the one evicted longest ago
+    ///   (kept in `evicted`, oldest first).
+    /// - With L_lirs = 0 (c = 1) S holds no LIR block, and pruning, which leaves an LIR block at
+    ///   S's bottom, empties it: S keeps nothing.
+    ///
+    /// The miss is the paper's case 3: Q's front is evicted (staying in S as a non-resident
+    /// block if it is there), then the missing block enters.
+    struct Model {
+        lir_target: usize,
+        ghost_limit: usize,
+        resident: usize,
+        c: usize,
+        kind: HashMap<u64, Kind>,
+        s: Vec<u64>,
+        q: VecDeque<u64>,
+        evicted: VecDeque<u64>,
+    }
+
+    impl Model {
+        fn new(c: usize) -> Model {
+            let hirs = (c / 100).max(1);
+            Model {
+                lir_target: c - hirs,
+                ghost_limit: 2 * c,
+                resident: 0,
+                c,
+                kind: HashMap::new(),
+                s: Vec::new(),
+                q: VecDeque::new(),
+                evicted: VecDeque::new(),
+            }
+        }
+
+        fn raise(&mut self, x: u64) {
+            self.s.retain(|&y| y != x);
+            self.s.push(x);
+        }
+
+        fn prune(&mut self) {
+            while let Some(&bottom) = self.s.first() {
+                match self.kind[&bottom] {
+                    Kind::Lir => break,
+                    Kind::Hir => {}
+                    Kind::Ghost => {
+                        self.kind.remove(&bottom);
+                        self.evicted.retain(|&y| y != bottom);
+                    }
+                }
+                self.s.remove(0);
+            }
+        }
+
+        /// X becomes LIR at the top of S; the LIR block at S's bottom becomes a resident HIR
+        /// block at the end of Q; then S is pruned.
+        fn promote(&mut self, x: u64) {
+            self.q.retain(|&y| y != x);
+            self.raise(x);
+            self.kind.insert(x, Kind::Lir);
+            let bottom = self.s.remove(0);
+            assert_eq!(self.kind[&bottom], Kind::Lir, "S's bottom is LIR");
+            self.kind.insert(bottom, Kind::Hir);
+            self.q.push_back(bottom);
+            self.prune();
+        }
+
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            let in_s = self.s.contains(&x);
+            match self.kind.get(&x).copied() {
+                Some(Kind::Lir) => {
+                    self.raise(x);
+                    self.prune();
+                    return (true, None);
+                }
+                Some(Kind::Hir) if in_s => {
+                    self.promote(x);
+                    return (true, None);
+                }
+                Some(Kind::Hir) => {
+                    self.raise(x);
+                    self.q.retain(|&y| y != x);
+                    self.q.push_back(x);
+                    self.prune();
+                    return (true, None);
+                }
+                Some(Kind::Ghost) | None => {}
+            }
+            let mut victim = None;
+            if self.resident == self.c {
+                let v = self.q.pop_front().expect("a full cache has a resident HIR block");
+                if self.s.contains(&v) {
+                    if self.evicted.len() == self.ghost_limit {
+                        let oldest = self.evicted.pop_front().unwrap();
+                        self.s.retain(|&y| y != oldest);
+                        self.kind.remove(&oldest);
+                    }
+                    self.kind.insert(v, Kind::Ghost);
+                    self.evicted.push_back(v);
+                } else {
+                    self.kind.remove(&v);
+                }
+                self.resident -= 1;
+                victim = Some(v);
+            }
+            self.resident += 1;
+            let lirs = self.kind.values().filter(|&&k| k == Kind::Lir).count();
+            if self.kind.get(&x) == Some(&Kind::Ghost) {
+                self.evicted.retain(|&y| y != x);
+                self.promote(x);
+            } else if lirs < self.lir_target {
+                self.kind.insert(x, Kind::Lir);
+                self.s.push(x);
+            } else {
+                self.kind.insert(x, Kind::Hir);
+                self.s.push(x);
+                self.q.push_back(x);
+                self.prune();
+            }
+            (false, victim)
+        }
+    }
+
+    /// S (bottom first) and Q (front first) of the policy, as pages and kinds.
+    fn lists(policy: &Lirs, pool: &Pool) -> (Vec<(u64, Kind)>, Vec<u64>, Vec<u64>) {
+        let state = policy.state.lock();
+        let entry = |node: usize| match state.status[node] {
+            Status::Lir => (pool.pages[node].unwrap(), Kind::Lir),
+            Status::Hir => (pool.pages[node].unwrap(), Kind::Hir),
+            Status::Ghost => (state.ghosts.page(node).unwrap().get(), Kind::Ghost),
+            other => panic!("{other:?} node {node} in S"),
+        };
+        let s = state.stack.oldest_first().into_iter().map(entry).collect();
+        let q = state.queue.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
+        (s, q, state.ghosts.oldest_ids())
+    }
+
+    /// A capacity in `1..=max` and a trace over 2 to 6 times as many pages: the wider ones
+    /// fill the 2c ghosts, which `sim::trace`'s 3c pages never do.
+    fn wide_trace(max: usize) -> impl Strategy<Value = (usize, Vec<u64>)> {
+        (1..=max, 2..=6u64).prop_flat_map(|(c, k)| {
+            let pages = k * c as u64;
+            let page = prop_oneof![2 => 0..pages, 1 => 0..(c as u64 / 2 + 1)];
+            (Just(c), proptest::collection::vec(page, 0..300))
+        })
+    }
+
     proptest! {
         /// S's bottom is LIR, |LIR| <= c - |HIR target|, statuses match S and Q, resident
         /// counts match the pool, ghosts <= 2c; and proposals obey R3 and R4 (checked by the
@@ -691,6 +853,24 @@ mod tests {
         fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario(12)) {
             let policy = Lirs::new(capacity);
             sim::run(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
+        }
+
+        /// Serving a trace one eviction per miss, `Lirs` hits, evicts, and keeps S, Q and the
+        /// ghosts' eviction order exactly as the paper's model does, after every request.
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in wide_trace(10)) {
+            let policy = Lirs::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let mut model = Model::new(capacity);
+            for (t, &x) in trace.iter().enumerate() {
+                let hit = pool.frame_of(x).is_some();
+                let served = (hit, pool.fix(&policy, x));
+                prop_assert_eq!(served, model.request(x), "request {} (page {})", t, x);
+                let ghosts: Vec<u64> = model.evicted.iter().copied().collect();
+                let s: Vec<(u64, Kind)> = model.s.iter().map(|&y| (y, model.kind[&y])).collect();
+                let expected = (s, model.q.iter().copied().collect::<Vec<_>>(), ghosts);
+                prop_assert_eq!(lists(&policy, &pool), expected, "after request {} (page {})", t, x);
+            }
         }
     }
 }
