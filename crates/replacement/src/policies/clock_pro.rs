@@ -548,6 +548,8 @@ impl Policy for ClockPro {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{HashMap, HashSet};
+
     use proptest::prelude::*;
 
     use super::*;
@@ -723,6 +725,250 @@ mod tests {
         }
     }
 
+    /// What the reference model knows of a page on the clock.
+    #[derive(Copy, Clone, PartialEq, Eq, Debug)]
+    enum Kind {
+        Hot,
+        /// A resident cold page, in its test period or not.
+        Cold {
+            test: bool,
+        },
+        /// A non-resident cold page in its test period.
+        Test,
+    }
+
+    /// CLOCK-Pro (Jiang, Chen & Zhang 2005, §4.2-4.3) written naively over a `Vec` of page ids
+    /// (the clock, read as a circle; hands move toward the end and wrap; the list head is just
+    /// behind HAND_hot) and a `HashMap` of kinds, serving one eviction per miss. It makes the
+    /// departures of the module docs and no others:
+    /// - m_c starts at its lower bound max(1, 1% of m) and stays in [that, m − that]; +1 for a
+    ///   fault on a test page, −1 for a test page whose test period ends (resident expiries do
+    ///   not count).
+    /// - Warm-up (before the first eviction) fills the hot share first.
+    /// - HAND_hot runs before HAND_cold's search, not at the fault on a test page; it acts as
+    ///   the authors' and the docs' one step (step 3): it spares or demotes the hot page under it
+    ///   and pushes HAND_test, which does the test work, off its node first. It stops one node
+    ///   past its last action, HAND_cold on its proposal (which then leaves the clock or is
+    ///   replaced by its test page in place), HAND_test one node past its last action.
+    /// - A referenced cold page outside its test period starts a new one at the list head.
+    /// - With no resident cold page, HAND_hot is forced to demote one.
+    struct Model {
+        m: usize,
+        mc: usize,
+        mc_min: usize,
+        mc_max: usize,
+        clock: Vec<u64>,
+        kind: HashMap<u64, Kind>,
+        referenced: HashSet<u64>,
+        hot_hand: Option<u64>,
+        cold_hand: Option<u64>,
+        test_hand: Option<u64>,
+        warm_up: bool,
+    }
+
+    impl Model {
+        fn new(m: usize) -> Model {
+            let mc_min = (m / 100).max(1);
+            Model {
+                m,
+                mc: mc_min,
+                mc_min,
+                mc_max: m.saturating_sub(mc_min).max(mc_min),
+                clock: Vec::new(),
+                kind: HashMap::new(),
+                referenced: HashSet::new(),
+                hot_hand: None,
+                cold_hand: None,
+                test_hand: None,
+                warm_up: true,
+            }
+        }
+
+        fn count(&self, f: impl Fn(Kind) -> bool) -> usize {
+            self.kind.values().filter(|&&k| f(k)).count()
+        }
+
+        fn hot(&self) -> usize {
+            self.count(|k| k == Kind::Hot)
+        }
+
+        fn cold(&self) -> usize {
+            self.count(|k| matches!(k, Kind::Cold { .. }))
+        }
+
+        fn pos(&self, p: u64) -> usize {
+            self.clock.iter().position(|&q| q == p).unwrap()
+        }
+
+        fn next(&self, p: u64) -> u64 {
+            self.clock[(self.pos(p) + 1) % self.clock.len()]
+        }
+
+        /// Takes `p` off the clock; a hand on it moves to the next page.
+        fn take(&mut self, p: u64) {
+            let next = (self.clock.len() > 1).then(|| self.next(p));
+            for hand in [&mut self.hot_hand, &mut self.cold_hand, &mut self.test_hand] {
+                if *hand == Some(p) {
+                    *hand = next;
+                }
+            }
+            let at = self.pos(p);
+            self.clock.remove(at);
+        }
+
+        /// Puts `p` at the list head, just behind HAND_hot.
+        fn place(&mut self, p: u64) {
+            match self.hot_hand {
+                Some(hand) => {
+                    let at = self.pos(hand);
+                    self.clock.insert(at, p);
+                }
+                None => {
+                    self.clock.push(p);
+                    (self.hot_hand, self.cold_hand, self.test_hand) = (Some(p), Some(p), Some(p));
+                }
+            }
+        }
+
+        /// HAND_test, one step: ends the test period of the cold page under it; a test page
+        /// leaves the clock and m_c shrinks.
+        fn step_test(&mut self) {
+            let n = self.test_hand.unwrap();
+            match self.kind[&n] {
+                Kind::Test => {
+                    self.take(n);
+                    self.kind.remove(&n);
+                    self.mc = (self.mc - 1).max(self.mc_min);
+                    return;
+                }
+                Kind::Cold { .. } => {
+                    self.kind.insert(n, Kind::Cold { test: false });
+                }
+                Kind::Hot => {}
+            }
+            self.test_hand = Some(self.next(n));
+        }
+
+        /// HAND_hot until hot pages fit m − m_c, or (forced) until it demoted one.
+        fn run_hot(&mut self, force: bool) {
+            let mut demoted = false;
+            for _ in 0..=2 * self.clock.len() {
+                if (force && demoted) || (!force && self.hot() <= self.m - self.mc) {
+                    return;
+                }
+                let n = self.hot_hand.unwrap();
+                if self.test_hand == Some(n) {
+                    self.step_test();
+                    if self.hot_hand != Some(n) {
+                        continue;
+                    }
+                }
+                if self.kind[&n] == Kind::Hot && !self.referenced.remove(&n) {
+                    self.kind.insert(n, Kind::Cold { test: false });
+                    demoted = true;
+                }
+                self.hot_hand = Some(self.next(n));
+            }
+            panic!("HAND_hot went round twice without a single-threaded result");
+        }
+
+        /// HAND_cold's victim.
+        fn victim(&mut self) -> u64 {
+            self.run_hot(false);
+            for _ in 0..=3 * self.clock.len() + 3 {
+                if self.cold() == 0 {
+                    self.run_hot(true);
+                }
+                let n = self.cold_hand.unwrap();
+                let Kind::Cold { test } = self.kind[&n] else {
+                    self.cold_hand = Some(self.next(n));
+                    continue;
+                };
+                if !self.referenced.remove(&n) {
+                    return n;
+                }
+                self.cold_hand = Some(self.next(n));
+                if self.clock.len() > 1 {
+                    self.take(n);
+                    self.place(n);
+                }
+                if test {
+                    self.kind.insert(n, Kind::Hot);
+                    self.run_hot(false);
+                } else {
+                    self.kind.insert(n, Kind::Cold { test: true });
+                }
+            }
+            panic!("HAND_cold found no victim");
+        }
+
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            if matches!(self.kind.get(&x), Some(Kind::Hot | Kind::Cold { .. })) {
+                self.referenced.insert(x);
+                return (true, None);
+            }
+            let mut evicted = None;
+            if self.hot() + self.cold() == self.m {
+                let v = self.victim();
+                self.warm_up = false;
+                if self.kind[&v] == (Kind::Cold { test: true }) {
+                    self.kind.insert(v, Kind::Test);
+                    while self.count(|k| k == Kind::Test) > self.m {
+                        self.step_test();
+                    }
+                } else {
+                    self.take(v);
+                    self.kind.remove(&v);
+                }
+                evicted = Some(v);
+            }
+            let hot = if self.kind.get(&x) == Some(&Kind::Test) {
+                self.take(x);
+                self.mc = (self.mc + 1).min(self.mc_max);
+                true
+            } else {
+                self.warm_up && self.hot() < self.m - self.mc
+            };
+            self.kind.insert(x, if hot { Kind::Hot } else { Kind::Cold { test: true } });
+            self.place(x);
+            (false, evicted)
+        }
+    }
+
+    /// The clock (pages and kinds, from the policy's oldest node), the hands' pages (hot,
+    /// cold, test) and m_c.
+    type Seen = (Vec<(u64, Kind)>, [Option<u64>; 3], usize);
+
+    fn seen(policy: &ClockPro, pool: &Pool) -> Seen {
+        let state = policy.state.lock();
+        let page = |node: usize| match state.status[node] {
+            Status::Test => state.ghosts.page(node).unwrap().get(),
+            _ => pool.pages[node].unwrap(),
+        };
+        let entry = |node: usize| {
+            let kind = match state.status[node] {
+                Status::Hot => Kind::Hot,
+                Status::Cold => Kind::Cold { test: state.in_test[node] },
+                Status::Test => Kind::Test,
+                other => panic!("{other:?} node {node} on the clock"),
+            };
+            (page(node), kind)
+        };
+        let clock = state.clock.oldest_first().into_iter().map(entry).collect();
+        let hands = [state.hand_hot, state.hand_cold, state.hand_test].map(|h| h.map(page));
+        (clock, hands, state.cold_target)
+    }
+
+    /// A capacity in `1..=max` and a trace over 2 to 5 times as many pages, skewed so that
+    /// some pages are hot and test pages are faulted on.
+    fn skewed_trace(max: usize) -> impl Strategy<Value = (usize, Vec<u64>)> {
+        (1..=max, 2..=5u64).prop_flat_map(|(c, k)| {
+            let pages = k * c as u64;
+            let page = prop_oneof![2 => 0..pages, 1 => 0..(c as u64 / 2 + 1)];
+            (Just(c), proptest::collection::vec(page, 0..300))
+        })
+    }
+
     proptest! {
         /// hot + cold (+ blocked) = resident, test pages <= capacity, the cold target within
         /// [min, max], statuses match the clock, hands on the clock; and proposals obey R3 and
@@ -731,6 +977,23 @@ mod tests {
         fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario(12)) {
             let policy = ClockPro::new(capacity);
             sim::run(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
+        }
+
+        /// Serving a trace one eviction per miss, `ClockPro` hits, evicts, and keeps its clock,
+        /// hands and cold target exactly as the reference model does, after every request.
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in skewed_trace(10)) {
+            let policy = ClockPro::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let mut model = Model::new(capacity);
+            for (t, &x) in trace.iter().enumerate() {
+                let hit = pool.frame_of(x).is_some();
+                let served = (hit, pool.fix(&policy, x));
+                prop_assert_eq!(served, model.request(x), "request {} (page {})", t, x);
+                let clock = model.clock.iter().map(|&p| (p, model.kind[&p])).collect();
+                let hands = [model.hot_hand, model.cold_hand, model.test_hand];
+                prop_assert_eq!(seen(&policy, &pool), (clock, hands, model.mc), "after request {} (page {})", t, x);
+            }
         }
     }
 }
