@@ -170,8 +170,12 @@ impl Policy for Sieve {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{HashSet, VecDeque};
+
+    use proptest::prelude::*;
+
     use super::*;
-    use crate::testpool::TestHooks;
+    use crate::testpool::{self as sim, Pool, TestHooks};
 
     /// Hand-worked example (module docs), capacity 4, queue written tail (oldest) first:
     /// - load 0 1 2 3, hit 0 1: hand starts at the tail, clears 0 and 1, proposes 2.
@@ -218,5 +222,69 @@ mod tests {
         assert_eq!(h.evict(&policy), 2);
         assert_eq!(h.evict(&policy), 0);
         assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// SIEVE as the paper's Figure 2 (pseudo-code) has it, over a `VecDeque` of page ids from
+    /// the tail (oldest) to the head (newest) and a set of visited pages. Evict: `o` = the hand,
+    /// or the tail if the hand is null; while `o` is visited, clear it and go to `o.prev` (toward
+    /// the head), or to the tail from the head; then `hand = o.prev` (null from the head) and
+    /// `o` goes. A new object enters at the head, unvisited; a hit sets visited.
+    struct Model {
+        c: usize,
+        queue: VecDeque<u64>,
+        visited: HashSet<u64>,
+        hand: Option<u64>,
+    }
+
+    impl Model {
+        fn prev(&self, o: u64) -> Option<u64> {
+            let at = self.queue.iter().position(|&p| p == o).unwrap();
+            self.queue.get(at + 1).copied()
+        }
+
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            if self.queue.contains(&x) {
+                self.visited.insert(x);
+                return (true, None);
+            }
+            let mut evicted = None;
+            if self.queue.len() == self.c {
+                let tail = self.queue[0];
+                let mut o = self.hand.unwrap_or(tail);
+                while self.visited.remove(&o) {
+                    o = self.prev(o).unwrap_or(tail);
+                }
+                self.hand = self.prev(o);
+                self.queue.retain(|&p| p != o);
+                evicted = Some(o);
+            }
+            self.queue.push_back(x);
+            (false, evicted)
+        }
+    }
+
+    proptest! {
+        /// Serving a trace one eviction per miss, `Sieve` hits, evicts, and keeps its queue,
+        /// visited bits and hand exactly as the paper's pseudo-code does, after every request.
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace(10)) {
+            let policy = Sieve::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let mut model = Model { c: capacity, queue: VecDeque::new(), visited: HashSet::new(), hand: None };
+            for (t, &x) in trace.iter().enumerate() {
+                let hit = pool.frame_of(x).is_some();
+                let served = (hit, pool.fix(&policy, x));
+                prop_assert_eq!(served, model.request(x), "request {} (page {})", t, x);
+                let state = policy.state.lock();
+                let queue: Vec<u64> = state.tracked.queue.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
+                let visited: Vec<bool> = queue.iter().map(|&p| pool.hooks[pool.frame_of(p).unwrap()].get() != 0).collect();
+                let hand = state.hand.filter(|&f| state.tracked.queue.contains(f)).map(|f| pool.pages[f].unwrap());
+                drop(state);
+                prop_assert_eq!(&queue, &Vec::from(model.queue.clone()), "queue after request {}", t);
+                let expected: Vec<bool> = queue.iter().map(|p| model.visited.contains(p)).collect();
+                prop_assert_eq!(visited, expected, "visited bits after request {}", t);
+                prop_assert_eq!(hand, model.hand, "hand after request {}", t);
+            }
+        }
     }
 }
