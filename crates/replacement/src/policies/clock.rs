@@ -154,8 +154,10 @@ impl Policy for Clock {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
-    use crate::testpool::TestHooks;
+    use crate::testpool::{self as sim, TestHooks};
 
     /// Capacity 4, frames 0..4 loaded, hits on 0 and 2.
     /// - Hand at 0: clears 0, proposes 1 (hand -> 2).
@@ -202,5 +204,40 @@ mod tests {
         assert_eq!(h.evict(&policy), 0);
         assert_eq!(h.evict(&policy), 2);
         assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    proptest! {
+        /// Corbató's second chance over the frames in order, written naively: on a miss with
+        /// every frame taken, the hand clears set bits, advancing, until it finds a clear one,
+        /// which is replaced in place; the hand then points just past it. Frames fill lowest
+        /// first, as the simulated pool loads them. `Clock` hits and evicts the same pages.
+        #[test]
+        fn r4_matches_the_textbook_model_one_eviction_per_miss((capacity, trace) in sim::trace(10)) {
+            let policy = Clock::new(capacity);
+            let served = sim::replay(capacity, &trace, &policy);
+            let mut frames: Vec<Option<(u64, bool)>> = vec![None; capacity];
+            let mut hand = 0;
+            let expected: Vec<(bool, Option<u64>)> = trace
+                .iter()
+                .map(|&x| {
+                    if let Some(slot) = frames.iter_mut().flatten().find(|(p, _)| *p == x) {
+                        slot.1 = true;
+                        return (true, None);
+                    }
+                    if let Some(free) = frames.iter().position(Option::is_none) {
+                        frames[free] = Some((x, false));
+                        return (false, None);
+                    }
+                    while let Some((_, referenced @ true)) = &mut frames[hand] {
+                        *referenced = false;
+                        hand = (hand + 1) % capacity;
+                    }
+                    let victim = frames[hand].replace((x, false)).map(|(p, _)| p);
+                    hand = (hand + 1) % capacity;
+                    (false, victim)
+                })
+                .collect();
+            prop_assert_eq!(served, expected);
+        }
     }
 }

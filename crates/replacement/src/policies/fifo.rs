@@ -100,8 +100,12 @@ impl Policy for Fifo {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
+    use proptest::prelude::*;
+
     use super::*;
-    use crate::testpool::TestHooks;
+    use crate::testpool::{self as sim, TestHooks};
 
     /// Proposes and evicts `n` victims.
     fn evict(policy: &Fifo, h: &TestHooks, n: usize) -> Vec<u32> {
@@ -146,5 +150,28 @@ mod tests {
         assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
         policy.on_rejected(FrameId(2), Rejection::NotResident, &h[2]);
         assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    proptest! {
+        /// FIFO written naively over a `VecDeque` of pages: a hit changes nothing, a miss with
+        /// every frame taken evicts the page loaded first. `Fifo` hits and evicts the same.
+        #[test]
+        fn r4_matches_the_textbook_model_one_eviction_per_miss((capacity, trace) in sim::trace(10)) {
+            let policy = Fifo::new(capacity);
+            let served = sim::replay(capacity, &trace, &policy);
+            let mut queue = VecDeque::new();
+            let expected: Vec<(bool, Option<u64>)> = trace
+                .iter()
+                .map(|&x| {
+                    if queue.contains(&x) {
+                        return (true, None);
+                    }
+                    let victim = if queue.len() == capacity { queue.pop_front() } else { None };
+                    queue.push_back(x);
+                    (false, victim)
+                })
+                .collect();
+            prop_assert_eq!(served, expected);
+        }
     }
 }

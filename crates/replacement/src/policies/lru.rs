@@ -211,8 +211,10 @@ impl Policy for Lru {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
-    use crate::testpool::TestHooks;
+    use crate::testpool::{self as sim, TestHooks};
 
     fn order(policy: &Lru) -> Vec<usize> {
         policy.state.lock().tracked.queue.oldest_first()
@@ -278,5 +280,28 @@ mod tests {
             proposals.push(victim.0);
         }
         assert_eq!(proposals, [0, 1, 2, 0]);
+    }
+
+    proptest! {
+        /// LRU written naively over a `Vec` of pages from least to most recently used: a hit
+        /// moves the page to the end, a miss with every frame taken evicts the first. `Lru`
+        /// hits and evicts the same.
+        #[test]
+        fn r4_matches_the_textbook_model_one_eviction_per_miss((capacity, trace) in sim::trace(10)) {
+            let policy = Lru::new(capacity);
+            let served = sim::replay(capacity, &trace, &policy);
+            let mut stack: Vec<u64> = Vec::new();
+            let expected: Vec<(bool, Option<u64>)> = trace
+                .iter()
+                .map(|&x| {
+                    let hit = stack.contains(&x);
+                    stack.retain(|&p| p != x);
+                    let victim = (!hit && stack.len() == capacity).then(|| stack.remove(0));
+                    stack.push(x);
+                    (hit, victim)
+                })
+                .collect();
+            prop_assert_eq!(served, expected);
+        }
     }
 }

@@ -271,4 +271,27 @@ mod tests {
             });
         }
     }
+
+    proptest! {
+        /// MRU written naively over a `Vec` of pages from least to most recently used: a hit
+        /// moves the page to the end, a miss with every frame taken evicts the last (the most
+        /// recently used). `Mru` hits and evicts the same.
+        #[test]
+        fn r4_matches_the_textbook_model_one_eviction_per_miss((capacity, trace) in sim::trace(10)) {
+            let policy = Mru::new(capacity);
+            let served = sim::replay(capacity, &trace, &policy);
+            let mut stack: Vec<u64> = Vec::new();
+            let expected: Vec<(bool, Option<u64>)> = trace
+                .iter()
+                .map(|&x| {
+                    let hit = stack.contains(&x);
+                    stack.retain(|&p| p != x);
+                    let victim = if !hit && stack.len() == capacity { stack.pop() } else { None };
+                    stack.push(x);
+                    (hit, victim)
+                })
+                .collect();
+            prop_assert_eq!(served, expected);
+        }
+    }
 }
