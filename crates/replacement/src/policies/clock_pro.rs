@@ -38,6 +38,11 @@
 //! 3. HAND_hot, one step: a hot page with its bit set has the bit cleared (compare-exchange, so a
 //!    concurrent hit is not lost); a hot page with the bit clear becomes cold, outside any test
 //!    period. Before it steps on HAND_test's node, HAND_hot pushes HAND_test one step ahead.
+//!    A run of HAND_hot that moved it ends, as the paper's does, *at a hot page*: it goes on
+//!    past cold and test pages, pushing HAND_test, at most one revolution. A page it leaves
+//!    behind is older than every hot page, so its test period is over; stopping one node past
+//!    the last action instead (as the code did before) kept that page in its test period, and
+//!    a fault on it made it hot and grew m_c (test `r4_matches_the_paper_model_one_eviction_per_miss`).
 //! 4. HAND_test, one step: a resident cold page's test period ends. A test page leaves the clock
 //!    and m_c shrinks by 1, down to the bound, since the page was not re-referenced in its test
 //!    period. HAND_test moves when HAND_hot pushes it, and whenever there are more than m test
@@ -56,7 +61,10 @@
 //!      `None`.
 //! 6. `on_remove(frame, evicted)`: an evicted cold page in its test period becomes a test page in
 //!    its place on the clock, then HAND_test enforces the bound. Any other page leaves no
-//!    history, including freed pages (`evicted == false`).
+//!    history, including freed pages (`evicted == false`). If HAND_cold was on the evicted
+//!    frame, it then moves on to the next resident cold page (the paper's "stops at the next
+//!    resident cold page"; at most one revolution), so a hot page demoted or a page inserted
+//!    between there before the next search waits for the next revolution.
 //! 7. Rejections: `SwizzledChildren` moves HAND_cold on; if the page is cold, HAND_hot is also
 //!    forced to turn one hot page cold at the next proposal, before the search. `Root` takes the
 //!    frame off the clock onto the blocked list. `NotResident` is a free.
@@ -98,8 +106,9 @@
 //! - A page loaded and evicted in its test period becomes a test page. A fault on it makes it hot
 //!   and raises m_c to 2.
 //! - HAND_hot then turns 2 and 3 cold, and they are evicted.
-//! - With no cold page left, HAND_hot is forced to demote 0, then 1. On the way it pushes
-//!   HAND_test over the last test page, which expires and brings m_c back to 1.
+//! - With no cold page left, HAND_hot is forced to demote 0, then 1. After demoting 0 it goes
+//!   on to the next hot page, pushing HAND_test over the last test page, which expires and
+//!   brings m_c back to 1.
 
 use parking_lot::Mutex;
 
@@ -287,20 +296,21 @@ impl State {
     /// Bounded by two revolutions; returns whether a page was turned cold.
     fn run_hot(&mut self, hooks: &dyn HookTable, force: bool) -> bool {
         let mut demoted = false;
+        let mut moved = false;
         let mut steps = 2 * self.clock.len() + 1;
         loop {
             let done = if force { demoted } else { self.hot <= self.hot_target() };
             if done || steps == 0 {
+                if moved {
+                    self.settle_hot();
+                }
                 return demoted;
             }
             steps -= 1;
+            moved = true;
             let Some(node) = self.hand_hot else { return demoted };
-            if self.hand_test == Some(node) {
-                self.step_test();
-                if self.hand_hot != Some(node) {
-                    // The node was a test page and has left the clock.
-                    continue;
-                }
+            if self.push_test(node) {
+                continue;
             }
             if self.status[node] == Status::Hot {
                 let hook = hooks.hook(frame_id(node));
@@ -318,6 +328,46 @@ impl State {
                 }
             }
             self.hand_hot = Some(self.clock.next_cyclic(node));
+        }
+    }
+
+    /// Before HAND_hot steps on `node`, it pushes HAND_test off it (step 3). Returns whether
+    /// the node was a test page and has left the clock (HAND_hot is then on the next node).
+    fn push_test(&mut self, node: usize) -> bool {
+        if self.hand_test == Some(node) {
+            self.step_test();
+            return self.hand_hot != Some(node);
+        }
+        false
+    }
+
+    /// The paper's "finally the hand stops at a hot page": after a run that moved it, HAND_hot
+    /// goes on past cold and test pages (pushing HAND_test, which ends their test periods) to
+    /// the next hot page, at most one revolution. Stopping one node past its last action
+    /// instead left the page there in its test period, though it was now older than every hot
+    /// page (module docs, step 3).
+    fn settle_hot(&mut self) {
+        for _ in 0..self.clock.len() {
+            let Some(node) = self.hand_hot else { return };
+            if self.status[node] == Status::Hot {
+                return;
+            }
+            if self.push_test(node) {
+                continue;
+            }
+            self.hand_hot = Some(self.clock.next_cyclic(node));
+        }
+    }
+
+    /// The paper's "[HAND_cold] stops at the next resident cold page" after an eviction: at
+    /// most one revolution on from where it stands.
+    fn settle_cold(&mut self) {
+        for _ in 0..self.clock.len() {
+            let Some(node) = self.hand_cold else { return };
+            if self.status[node] == Status::Cold {
+                return;
+            }
+            self.hand_cold = Some(self.clock.next_cyclic(node));
         }
     }
 
@@ -511,7 +561,11 @@ impl Policy for ClockPro {
         if evicted {
             state.warm_up = false;
         }
+        let under_cold_hand = state.hand_cold == Some(frame.index());
         state.remove(frame.index(), evicted);
+        if evicted && under_cold_hand {
+            state.settle_cold();
+        }
     }
 
     /// Runs HAND_hot down to the hot target, then HAND_cold's search; its proposal stays under
@@ -587,10 +641,12 @@ mod tests {
     ///    2 (hot target 2), and the ghost goes: clock [5 1 2 3 0], with 4 hot pages.
     /// 8. Evict: HAND_hot turns 2 and 3 cold (bits clear) and stops on 0; HAND_cold (on 5)
     ///    passes 1 and proposes 2. Batch evictions ahead of misses: then 3.
-    /// 9. Evict: no cold page is left, so HAND_hot is forced to turn 0 cold; 0 is proposed.
-    /// 10. Evict: only hot 1 and test page 6 remain; the forced HAND_hot pushes HAND_test,
-    ///     which drops test page 6 (its test period ends without a fault: the cold target
-    ///     shrinks back to 1), then turns 1 cold; 1 is proposed. Then nothing is resident.
+    /// 9. Evict: no cold page is left, so HAND_hot is forced to turn 0 cold. It then goes on
+    ///    to the next hot page (the paper's "stops at a hot page"), pushing HAND_test over test
+    ///    page 6, now older than every hot page: its test period ends without a fault, and
+    ///    the cold target shrinks back to 1. HAND_hot stops on 1; 0 is proposed.
+    /// 10. Evict: only hot 1 remains; the forced HAND_hot turns it cold; 1 is proposed. Then
+    ///     nothing is resident.
     #[test]
     fn r4_hand_worked_example() {
         let policy = ClockPro::new(4);
@@ -623,10 +679,24 @@ mod tests {
         assert_eq!(status(&policy, 3), Status::Cold);
         assert_eq!(h.evict(&policy), 3);
         assert_eq!(h.evict(&policy), 0);
-        assert_eq!(policy.cold_target(), 2);
+        assert_eq!((policy.cold_target(), clock(&policy)), (1, vec![1]));
         assert_eq!(h.evict(&policy), 1);
         assert_eq!((policy.cold_target(), clock(&policy)), (1, vec![]));
         assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// HAND_hot stops at a hot page (the paper), ending the test periods it passes. Capacity 2
+    /// (hot target 1): at request 16 (page 3) the clock is [3' 2 0] (3' the test page of page
+    /// 3, evicted at request 15), with 2 and 0 hot and HAND_hot on 0. HAND_hot turns 0 cold and
+    /// goes on past 3', which is now older than the only hot page 2: its test period ends and
+    /// it leaves the clock. 0 is evicted and 3 comes back as a new cold page, so request 17
+    /// (page 5) evicts 3. When HAND_hot stopped on 3' instead, the fault on 3 made it hot and
+    /// request 17 evicted 2.
+    #[test]
+    fn r4_hand_hot_stops_at_a_hot_page() {
+        let trace = [0, 2, 1, 0, 2, 1, 0, 0, 0, 0, 0, 1, 0, 2, 3, 2, 3, 5];
+        let served = sim::replay(2, &trace, &ClockPro::new(2));
+        assert_eq!(served[15..], [(false, Some(3)), (false, Some(0)), (false, Some(3))]);
     }
 
     /// Capacity 3 (hot target 2): 0 and 1 load hot, 2 cold in test; the clock is [1 2 0].
@@ -745,11 +815,13 @@ mod tests {
     ///   fault on a test page, −1 for a test page whose test period ends (resident expiries do
     ///   not count).
     /// - Warm-up (before the first eviction) fills the hot share first.
-    /// - HAND_hot runs before HAND_cold's search, not at the fault on a test page; it acts as
-    ///   the authors' and the docs' one step (step 3): it spares or demotes the hot page under it
-    ///   and pushes HAND_test, which does the test work, off its node first. It stops one node
-    ///   past its last action, HAND_cold on its proposal (which then leaves the clock or is
-    ///   replaced by its test page in place), HAND_test one node past its last action.
+    /// - HAND_hot runs before HAND_cold's search, not at the fault on a test page.
+    ///
+    /// The hands are the paper's: HAND_hot spares or demotes hot pages, ends the test period of
+    /// every cold page it passes and drops test pages (HAND_test's work, on its behalf), and
+    /// stops at a hot page; HAND_cold stops at the next resident cold page after its victim;
+    /// HAND_test, run only past m test pages, steps node by node (where it stops between cold
+    /// pages acts on nothing).
     /// - A referenced cold page outside its test period starts a new one at the list head.
     /// - With no resident cold page, HAND_hot is forced to demote one.
     struct Model {
@@ -849,23 +921,61 @@ mod tests {
             self.test_hand = Some(self.next(n));
         }
 
-        /// HAND_hot until hot pages fit m − m_c, or (forced) until it demoted one.
+        /// HAND_hot passes the cold or test page `n` (the paper: it does HAND_test's work,
+        /// pushing HAND_test if it stands there): the test period ends, and a test page leaves
+        /// the clock, shrinking m_c. Returns whether `n` left the clock.
+        fn pass_cold(&mut self, n: u64) -> bool {
+            if self.test_hand == Some(n) {
+                self.test_hand = Some(self.next(n));
+            }
+            match self.kind[&n] {
+                Kind::Cold { .. } => {
+                    self.kind.insert(n, Kind::Cold { test: false });
+                    false
+                }
+                Kind::Test => {
+                    self.take(n);
+                    self.kind.remove(&n);
+                    self.mc = (self.mc - 1).max(self.mc_min);
+                    true
+                }
+                Kind::Hot => false,
+            }
+        }
+
+        /// HAND_hot until hot pages fit m − m_c, or (forced) until it demoted one; a hot page
+        /// with its bit set is spared (bit cleared), one without turns cold. A run that moved
+        /// the hand ends at a hot page (the paper's "finally the hand stops at a hot page").
         fn run_hot(&mut self, force: bool) {
             let mut demoted = false;
+            let mut moved = false;
             for _ in 0..=2 * self.clock.len() {
                 if (force && demoted) || (!force && self.hot() <= self.m - self.mc) {
+                    if moved {
+                        for _ in 0..self.clock.len() {
+                            let n = self.hot_hand.unwrap();
+                            if self.kind[&n] == Kind::Hot {
+                                break;
+                            }
+                            if !self.pass_cold(n) {
+                                self.hot_hand = Some(self.next(n));
+                            }
+                        }
+                    }
                     return;
                 }
+                moved = true;
                 let n = self.hot_hand.unwrap();
-                if self.test_hand == Some(n) {
-                    self.step_test();
-                    if self.hot_hand != Some(n) {
-                        continue;
+                if self.kind[&n] == Kind::Hot {
+                    if self.test_hand == Some(n) {
+                        self.test_hand = Some(self.next(n));
                     }
-                }
-                if self.kind[&n] == Kind::Hot && !self.referenced.remove(&n) {
-                    self.kind.insert(n, Kind::Cold { test: false });
-                    demoted = true;
+                    if !self.referenced.remove(&n) {
+                        self.kind.insert(n, Kind::Cold { test: false });
+                        demoted = true;
+                    }
+                } else if self.pass_cold(n) {
+                    continue;
                 }
                 self.hot_hand = Some(self.next(n));
             }
@@ -921,6 +1031,14 @@ mod tests {
                     self.kind.remove(&v);
                 }
                 evicted = Some(v);
+                // The paper: HAND_cold stops at the next resident cold page.
+                for _ in 0..self.clock.len() {
+                    let n = self.cold_hand.unwrap();
+                    if matches!(self.kind[&n], Kind::Cold { .. }) {
+                        break;
+                    }
+                    self.cold_hand = Some(self.next(n));
+                }
             }
             let hot = if self.kind.get(&x) == Some(&Kind::Test) {
                 self.take(x);
