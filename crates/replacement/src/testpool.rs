@@ -133,7 +133,7 @@ impl Pool {
     }
 
     /// Does `outcome` with the proposal `frame`.
-    fn answer(&mut self, policy: &dyn Policy, frame: FrameId, outcome: Outcome) {
+    pub(crate) fn answer(&mut self, policy: &dyn Policy, frame: FrameId, outcome: Outcome) {
         let f = frame.index();
         match outcome {
             Outcome::Evict => self.remove(policy, f, true),

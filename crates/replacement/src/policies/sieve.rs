@@ -175,7 +175,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::testpool::{self as sim, Pool, TestHooks};
+    use crate::testpool::{self as sim, Op, Outcome, Pool, TestHooks};
 
     /// Hand-worked example (module docs), capacity 4, queue written tail (oldest) first:
     /// - load 0 1 2 3, hit 0 1: hand starts at the tail, clears 0 and 1, proposes 2.
@@ -285,6 +285,137 @@ mod tests {
                 prop_assert_eq!(visited, expected, "visited bits after request {}", t);
                 prop_assert_eq!(hand, model.hand, "hand after request {}", t);
             }
+        }
+
+        /// The paper's SIEVE with the module docs' rejections (step 5) and the blocked list of
+        /// "Shared building blocks", over frames: `InUse` marks the frame visited (the hand
+        /// stays, so the next call clears it and moves on), `SwizzledChildren` moves the hand on
+        /// toward the head, `Root` and `NotResident` take the frame out of the queue (the hand
+        /// first moving on), a root into the blocked list, proposed oldest first and rotated
+        /// only when the queue is empty; an ignored proposal repeats. `Sieve` proposes the
+        /// same frames and keeps the same queue, blocked list, bits and hand on random pool
+        /// histories (ghost-free, so frames are what matter).
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
+            let policy = Sieve::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let mut model = FrameModel {
+                queue: VecDeque::new(),
+                blocked: VecDeque::new(),
+                visited: vec![false; capacity],
+                hand: None,
+            };
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => match pool.frame_of(page) {
+                        Some(f) => model.visited[f] = true,
+                        None => {
+                            let f = match pool.pages.iter().position(Option::is_none) {
+                                Some(free) => free,
+                                None => {
+                                    let victim = model.propose().unwrap();
+                                    model.remove(victim);
+                                    victim
+                                }
+                            };
+                            model.insert(f);
+                        }
+                    },
+                    Op::Free(page) => {
+                        if let Some(f) = pool.frame_of(page) {
+                            model.remove(f);
+                        }
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy).map(FrameId::index);
+                        prop_assert_eq!(proposal, expected, "proposal at step {} ({:?})", t, op);
+                        if let Some(f) = proposal {
+                            match outcome {
+                                Outcome::Evict | Outcome::Reject(Rejection::NotResident) => model.remove(f),
+                                Outcome::Reject(Rejection::InUse) => model.visited[f] = true,
+                                Outcome::Reject(Rejection::SwizzledChildren) => model.step_off(f),
+                                Outcome::Reject(Rejection::Root) => {
+                                    model.step_off(f);
+                                    if let Some(at) = model.queue.iter().position(|&g| g == f) {
+                                        model.queue.remove(at);
+                                        model.blocked.push_back(f);
+                                    }
+                                }
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, FrameId(f as u32), outcome);
+                        }
+                    }
+                }
+                if !matches!(op, Op::Propose(_)) {
+                    sim::apply(&mut pool, &policy, op);
+                }
+                let state = policy.state.lock();
+                let seen = (
+                    state.tracked.queue.oldest_first(),
+                    state.tracked.blocked.oldest_first(),
+                    state.hand.filter(|&f| state.tracked.queue.contains(f)),
+                );
+                drop(state);
+                let hand = model.hand.filter(|h| model.queue.contains(h));
+                let expected = (Vec::from(model.queue.clone()), Vec::from(model.blocked.clone()), hand);
+                prop_assert_eq!(seen, expected, "after step {} ({:?})", t, op);
+                let queued: Vec<usize> = model.queue.iter().copied().collect();
+                let bits: Vec<bool> = queued.iter().map(|&f| pool.hooks[f].get() != 0).collect();
+                let want: Vec<bool> = queued.iter().map(|&f| model.visited[f]).collect();
+                prop_assert_eq!(bits, want, "visited bits after step {}", t);
+            }
+        }
+    }
+
+    /// [`Model`] over frames, with the blocked list (test
+    /// `r3_r4_matches_the_model_with_rejections`).
+    struct FrameModel {
+        queue: VecDeque<usize>,
+        blocked: VecDeque<usize>,
+        visited: Vec<bool>,
+        hand: Option<usize>,
+    }
+
+    impl FrameModel {
+        fn prev(&self, f: usize) -> Option<usize> {
+            let at = self.queue.iter().position(|&g| g == f)?;
+            self.queue.get(at + 1).copied()
+        }
+
+        /// The paper's `hand = obj.prev` before `f` leaves the hand's place.
+        fn step_off(&mut self, f: usize) {
+            if self.hand == Some(f) {
+                self.hand = self.prev(f);
+            }
+        }
+
+        fn remove(&mut self, f: usize) {
+            self.step_off(f);
+            self.queue.retain(|&g| g != f);
+            self.blocked.retain(|&g| g != f);
+        }
+
+        fn insert(&mut self, f: usize) {
+            self.remove(f);
+            self.visited[f] = false;
+            self.queue.push_back(f);
+        }
+
+        fn propose(&mut self) -> Option<usize> {
+            let Some(&tail) = self.queue.front() else {
+                let f = self.blocked.pop_front()?;
+                self.blocked.push_back(f);
+                return Some(f);
+            };
+            let mut o = self.hand.filter(|h| self.queue.contains(h)).unwrap_or(tail);
+            while self.visited[o] {
+                self.visited[o] = false;
+                o = self.prev(o).unwrap_or(tail);
+            }
+            self.hand = Some(o);
+            Some(o)
         }
     }
 }
