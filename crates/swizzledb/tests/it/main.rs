@@ -61,3 +61,4 @@ mod sweep;
 mod trace;
 mod transactions;
 mod typed;
+mod typed_oracle;
