@@ -1049,7 +1049,17 @@ impl RangeIter<'_> {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    self.overlay.as_mut().expect("an overlaid scan").tree_done = true;
+                    // The error ends the scan (T27), from both ends: the records either end
+                    // gathered and has not returned are dropped with it. Kept, they came after
+                    // the error — from the other end's run too, past the stretch between the
+                    // halves that was never read (test
+                    // `a_snapshot_scan_ends_at_its_dropped_error_with_records_gathered_at_the_other_end`
+                    // in the engine).
+                    let o = self.overlay.as_mut().expect("an overlaid scan");
+                    o.tree_done = true;
+                    o.front.clear();
+                    o.middle.clear();
+                    o.back.clear();
                     self.finish();
                     return Some(Err(e));
                 }
