@@ -60,7 +60,8 @@ impl Codec for Str {
 }
 
 /// An integer in big-endian bytes, its sign bit flipped for the signed types: the bytes sort as
-/// the numbers do.
+/// the numbers do. For `u8` to `u128` and `i8` to `i128`; not for `usize` or `isize`, whose
+/// width depends on the machine that wrote the file.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BigEndian<T>(PhantomData<T>);
 
