@@ -164,6 +164,13 @@ impl Registry {
         Registry { id: NEXT_ID.fetch_add(1, Relaxed), blocks: Mutex::new(Blocks::default()) }
     }
 
+    /// This registry's id, unique in the process (ids are never reused): its pool's name in
+    /// per-thread state (B12, B32).
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Runs `f` with the current thread's block, creating it on first use.
     #[inline]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&Block) -> R) -> R {

@@ -12,19 +12,20 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use swizzledb_sync::{FrameId, LatchMode, PageId};
 
 thread_local! {
-    /// B32: the page this thread last read with no latch held, until its descent fixes it
-    /// (0: none).
-    static LOADED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// B32: the pool (its counters' registry id, never reused) and the page this thread last
+    /// read with no latch held, until its descent fixes it (page 0: none).
+    static LOADED: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
-/// Whether `pid` is the page this thread read with no latch held and has not fixed since (B32);
-/// forgets it either way once it matches.
+/// Whether `pid` of the pool `pool` is the page this thread read with no latch held and has
+/// not fixed since (B32); forgets it once it matches. A page of the same number in another
+/// pool is not it.
 #[inline]
-fn take_loaded(pid: PageId) -> bool {
+fn take_loaded(pool: u64, pid: PageId) -> bool {
     LOADED.with(|l| {
-        let mine = l.get() == pid.get();
+        let mine = l.get() == (pool, pid.get());
         if mine {
-            l.set(0);
+            l.set((0, 0));
         }
         mine
     })
@@ -287,7 +288,7 @@ impl BufferPool {
             if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
                 // B32: the latched step after this thread's unlatched load of the page is the
                 // rest of that fix, counted and told to the policy (its insert) then.
-                if !(self.optimistic && take_loaded(pid)) {
+                if !(self.optimistic && take_loaded(self.stats.id(), pid)) {
                     self.count(|b| {
                         bump(&b.fixes);
                         bump(&b.hits);
@@ -404,7 +405,7 @@ impl BufferPool {
                     bump(&b.fixes);
                     bump(&b.unlatched_loads);
                 });
-                LOADED.with(|l| l.set(pid.get()));
+                LOADED.with(|l| l.set((self.stats.id(), pid.get())));
                 self.desc(f).latch.unlock_exclusive();
                 Ok(true)
             }

@@ -257,3 +257,20 @@ fn b33_a_latch_free_hit_reaches_the_policy_where_it_takes_one() {
     });
     assert!(!lru.optimistic_leaf_reads());
 }
+
+/// B32: the mark of an unlatched load is this pool's: a thread that loaded page C in one pool
+/// and went elsewhere before fixing it (a restarted descent) still counts its hits of a page
+/// with the same number in another pool, and tells that pool's policy of them.
+#[test]
+fn b32_an_unlatched_load_in_one_pool_leaves_another_pools_hits_counted() {
+    let (a, _probe, root, c) = tree_with_c_evicted();
+    let v = a.view_root(root).unwrap();
+    assert!(matches!(v.load_child(SWIPS), Ok(Step::Ready(()))), "C is read with no latch");
+    // Another pool with a page of the same number, resident; its hit is its own fix.
+    let (b, _, c_b) = tree(PoolMode::Swizzling, |_| ());
+    assert_eq!(c_b, c, "precondition: the same page number in both pools");
+    let before = b.stats();
+    drop(b.fix_page::<Shared>(c_b).unwrap());
+    let s = b.stats().since(&before);
+    assert_eq!((s.fixes, s.hits), (1, 1), "B32: another pool's hit went uncounted: {s:?}");
+}
