@@ -280,7 +280,10 @@ pub struct LockStats {
     pub waits: u64,
     /// Requests that died by wait-die (K6).
     pub conflicts: u64,
-    /// Waits that failed as a deadlock's victim (K23).
+    /// Requests that failed with [`LockError::Deadlock`] (K23): waits whose transaction was
+    /// a cycle's victim (a cycle through a transaction open in the waiter's own thread
+    /// included), and requests refused at once, without a wait, because another holder's
+    /// upgrade already waited for this transaction's hold.
     pub deadlocks: u64,
     /// Waits that ended by timeout (K9).
     pub timeouts: u64,
