@@ -94,8 +94,11 @@ big_endian! {
 }
 
 /// Any serde type, in postcard's compact encoding (feature `serde`). The bytes do not sort as
-/// the values do: for values, or keys looked up but not ranged over. Stored bytes decode only
-/// if they are one whole encoding: bytes left over after the value are [`Error::Codec`].
+/// the values do: for values, or keys looked up but not ranged over. A key is found by its
+/// bytes, so it must encode one way only: two keys equal as values but encoded apart (`0.0`
+/// and `-0.0`, a `HashMap` whose entries come out in another order) are two keys. Stored bytes
+/// decode only if they are one whole encoding: bytes left over after the value are
+/// [`Error::Codec`].
 #[cfg(feature = "serde")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Serde<T>(PhantomData<T>);
