@@ -453,7 +453,7 @@ mod tests {
 
     use super::*;
     use crate::testpool::TestHooks;
-    use crate::testpool::{self as sim, Pool};
+    use crate::testpool::{self as sim, Op, Outcome, Pool};
 
     /// The blocks of the example, A..E, as the simulated pool's pages 0..4.
     fn block(name: char) -> u64 {
@@ -716,6 +716,10 @@ mod tests {
         s: Vec<u64>,
         q: VecDeque<u64>,
         evicted: VecDeque<u64>,
+        /// The page the next proposal is, after `SwizzledChildren` rejections.
+        cursor: Option<u64>,
+        /// Pages rejected as roots, oldest first (rotated as they are proposed).
+        blocked: VecDeque<u64>,
     }
 
     impl Model {
@@ -730,6 +734,8 @@ mod tests {
                 s: Vec::new(),
                 q: VecDeque::new(),
                 evicted: VecDeque::new(),
+                cursor: None,
+                blocked: VecDeque::new(),
             }
         }
 
@@ -821,6 +827,156 @@ mod tests {
         }
     }
 
+    /// [`Model`] with the module docs' rejections, removals and blocked frames (test
+    /// `r3_r4_matches_the_model_with_rejections`).
+    impl Model {
+        /// The order of a search past `SwizzledChildren` rejections (module docs, step 5): Q
+        /// front to back, then S's LIR pages bottom to top.
+        fn order(&self) -> Vec<u64> {
+            let lirs = self.s.iter().copied().filter(|y| self.kind[y] == Kind::Lir);
+            self.q.iter().copied().chain(lirs).collect()
+        }
+
+        /// Before `x` leaves its place in the search order, the cursor on it moves to the next
+        /// page of the order (or back to the start).
+        fn step_off(&mut self, x: u64) {
+            if self.cursor == Some(x) {
+                let order = self.order();
+                let at = order.iter().position(|&y| y == x).expect("the cursor's page is in the order");
+                self.cursor = order.get(at + 1).copied();
+            }
+        }
+
+        fn lirs(&self) -> usize {
+            self.kind.values().filter(|&&k| k == Kind::Lir).count()
+        }
+
+        /// A hit (or `InUse`): the paper's cases 1 and 2; a blocked page is left alone.
+        fn hit(&mut self, x: u64) {
+            let in_s = self.s.contains(&x);
+            match self.kind.get(&x).copied() {
+                Some(Kind::Lir) => {
+                    self.step_off(x);
+                    self.raise(x);
+                    self.prune();
+                }
+                Some(Kind::Hir) if in_s => {
+                    self.step_off(x);
+                    self.promote_lazily(x);
+                }
+                Some(Kind::Hir) => {
+                    self.step_off(x);
+                    self.raise(x);
+                    self.q.retain(|&y| y != x);
+                    self.q.push_back(x);
+                    self.prune();
+                }
+                Some(Kind::Ghost) | None => {}
+            }
+        }
+
+        /// X becomes LIR at the top of S; only if that makes more than L_lirs LIR blocks (after
+        /// frees and roots it may not, step 1) is the bottom one demoted and S pruned.
+        fn promote_lazily(&mut self, x: u64) {
+            self.q.retain(|&y| y != x);
+            self.raise(x);
+            self.kind.insert(x, Kind::Lir);
+            if self.lirs() > self.lir_target {
+                let bottom = self.s[0];
+                self.step_off(bottom);
+                self.s.remove(0);
+                self.kind.insert(bottom, Kind::Hir);
+                self.q.push_back(bottom);
+                self.prune();
+            }
+        }
+
+        /// Page `x` leaves its frame: an evicted resident HIR block in S stays as a ghost (the
+        /// oldest ghost dropped first if 2c exist); nothing else keeps history (step 4).
+        fn leave(&mut self, x: u64, evicted: bool) {
+            self.step_off(x);
+            self.blocked.retain(|&y| y != x);
+            match self.kind.remove(&x) {
+                Some(Kind::Lir) => {
+                    self.s.retain(|&y| y != x);
+                    self.prune();
+                }
+                Some(Kind::Hir) => {
+                    self.q.retain(|&y| y != x);
+                    if self.s.contains(&x) {
+                        if evicted {
+                            if self.evicted.len() == self.ghost_limit {
+                                let oldest = self.evicted.pop_front().unwrap();
+                                self.s.retain(|&y| y != oldest);
+                                self.kind.remove(&oldest);
+                            }
+                            self.kind.insert(x, Kind::Ghost);
+                            self.evicted.push_back(x);
+                        } else {
+                            self.s.retain(|&y| y != x);
+                        }
+                    }
+                }
+                Some(Kind::Ghost) | None => {}
+            }
+            if evicted {
+                self.cursor = None;
+            }
+        }
+
+        /// Page `x` is loaded (step 1).
+        fn load(&mut self, x: u64) {
+            if self.kind.get(&x) == Some(&Kind::Ghost) {
+                self.evicted.retain(|&y| y != x);
+                self.promote_lazily(x);
+            } else if self.lirs() < self.lir_target {
+                self.kind.insert(x, Kind::Lir);
+                self.s.push(x);
+            } else {
+                self.kind.insert(x, Kind::Hir);
+                self.s.push(x);
+                self.q.push_back(x);
+                self.prune();
+            }
+        }
+
+        /// Root: the page leaves S and Q (without history) for the blocked list.
+        fn block(&mut self, x: u64) {
+            if matches!(self.kind.get(&x), Some(Kind::Lir | Kind::Hir)) {
+                let cursor = self.cursor;
+                self.leave(x, false);
+                debug_assert!(self.cursor == cursor || cursor == Some(x));
+                self.blocked.push_back(x);
+            }
+        }
+
+        /// `SwizzledChildren`: the search moves past `x`.
+        fn skip(&mut self, x: u64) {
+            if matches!(self.kind.get(&x), Some(Kind::Lir | Kind::Hir)) {
+                self.cursor = Some(x);
+                self.step_off(x);
+            }
+        }
+
+        /// Step 6: the cursor's page, else Q's front, else S's bottom LIR block, else a blocked
+        /// page (oldest first, rotating).
+        fn propose(&mut self) -> Option<u64> {
+            if let Some(x) = self.cursor {
+                return Some(x);
+            }
+            if let Some(&x) = self.q.front() {
+                return Some(x);
+            }
+            if let Some(&x) = self.s.first() {
+                assert_eq!(self.kind[&x], Kind::Lir, "S's bottom is LIR");
+                return Some(x);
+            }
+            let x = self.blocked.pop_front()?;
+            self.blocked.push_back(x);
+            Some(x)
+        }
+    }
+
     /// S (bottom first) and Q (front first) of the policy, as pages and kinds.
     fn lists(policy: &Lirs, pool: &Pool) -> (Vec<(u64, Kind)>, Vec<u64>, Vec<u64>) {
         let state = policy.state.lock();
@@ -870,6 +1026,73 @@ mod tests {
                 let s: Vec<(u64, Kind)> = model.s.iter().map(|&y| (y, model.kind[&y])).collect();
                 let expected = (s, model.q.iter().copied().collect::<Vec<_>>(), ghosts);
                 prop_assert_eq!(lists(&policy, &pool), expected, "after request {} (page {})", t, x);
+            }
+        }
+        /// The paper's LIRS with the module docs' rejections, removals and blocked frames
+        /// (steps 1-6), over pages: `InUse` is a hit; `SwizzledChildren` moves the search to the
+        /// next page in the order Q front to back, then S's LIR pages bottom to top; `Root`
+        /// takes the page out of S and Q without history onto the blocked list; `NotResident`
+        /// and frees keep no history; a promotion demotes S's bottom only when it makes more
+        /// than L_lirs LIR pages; an eviction resets the search; blocked pages are proposed,
+        /// rotating, only when nothing else is resident. `Lirs` proposes the same pages and
+        /// keeps the same S, Q, ghosts, blocked list and cursor on random pool histories.
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
+            let policy = Lirs::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let mut model = Model::new(capacity);
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.hit(page);
+                            pool.fix(&policy, page);
+                        } else {
+                            let victim = if pool.resident() == capacity {
+                                let v = model.propose();
+                                model.leave(v.unwrap(), true);
+                                v
+                            } else {
+                                None
+                            };
+                            model.load(page);
+                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
+                        }
+                    }
+                    Op::Free(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.leave(page, false);
+                        }
+                        sim::apply(&mut pool, &policy, op);
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy);
+                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
+                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
+                        if let (Some(frame), Some(x)) = (proposal, proposed) {
+                            match outcome {
+                                Outcome::Evict => model.leave(x, true),
+                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
+                                Outcome::Reject(Rejection::InUse) => model.hit(x),
+                                Outcome::Reject(Rejection::SwizzledChildren) => model.skip(x),
+                                Outcome::Reject(Rejection::Root) => model.block(x),
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, frame, outcome);
+                        }
+                    }
+                }
+                let ghosts: Vec<u64> = model.evicted.iter().copied().collect();
+                let s: Vec<(u64, Kind)> = model.s.iter().map(|&y| (y, model.kind[&y])).collect();
+                let expected = (s, model.q.iter().copied().collect::<Vec<_>>(), ghosts);
+                prop_assert_eq!(lists(&policy, &pool), expected, "after step {} ({:?})", t, op);
+                let state = policy.state.lock();
+                let blocked: Vec<u64> = state.blocked.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
+                let cursor = state.cursor_node().map(|f| pool.pages[f].unwrap());
+                drop(state);
+                prop_assert_eq!(blocked, Vec::from(model.blocked.clone()), "blocked after step {} ({:?})", t, op);
+                prop_assert_eq!(cursor, model.cursor, "cursor after step {} ({:?})", t, op);
             }
         }
     }
