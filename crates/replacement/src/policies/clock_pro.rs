@@ -66,7 +66,9 @@
 //!    resident cold page"; at most one revolution), so a hot page demoted or a page inserted
 //!    between there before the next search waits for the next revolution.
 //! 7. Rejections: `SwizzledChildren` moves HAND_cold on; if the page is cold, HAND_hot is also
-//!    forced to turn one hot page cold at the next proposal, before the search. `Root` takes the
+//!    forced to turn one hot page cold at the next proposal, before the search; with no hot
+//!    page resident, HAND_hot stays where it is (a forced run that went round anyway ended
+//!    every test period and expired every test page on the way). `Root` takes the
 //!    frame off the clock onto the blocked list. `NotResident` is a free.
 //!
 //! # Deviations from the paper
@@ -293,8 +295,14 @@ impl State {
     /// it has turned one hot page cold. A hot page with its reference bit set has the bit
     /// cleared (compare-exchange, so a concurrent hit is not lost) and stays hot; one with the bit
     /// clear becomes cold, outside any test period. HAND_hot pushes HAND_test ahead of itself.
-    /// Bounded by two revolutions; returns whether a page was turned cold.
+    /// Bounded by two revolutions; returns whether a page was turned cold. A forced run with no
+    /// hot page does not move: there is nothing to turn cold, and two revolutions would end the
+    /// test period of every cold page and expire every test page, shrinking m_c by their number
+    /// (test `r3_r4_matches_the_model_with_rejections`).
     fn run_hot(&mut self, hooks: &dyn HookTable, force: bool) -> bool {
+        if force && self.hot == 0 {
+            return false;
+        }
         let mut demoted = false;
         let mut moved = false;
         let mut steps = 2 * self.clock.len() + 1;
@@ -602,13 +610,13 @@ impl Policy for ClockPro {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{HashMap, HashSet};
+    use std::collections::{HashMap, HashSet, VecDeque};
 
     use proptest::prelude::*;
 
     use super::*;
     use crate::testpool::TestHooks;
-    use crate::testpool::{self as sim, Pool};
+    use crate::testpool::{self as sim, Op, Outcome, Pool};
 
     fn clock(policy: &ClockPro) -> Vec<usize> {
         policy.state.lock().clock.oldest_first()
@@ -836,6 +844,10 @@ mod tests {
         cold_hand: Option<u64>,
         test_hand: Option<u64>,
         warm_up: bool,
+        /// Pages rejected as roots, oldest first (rotated as they are proposed).
+        blocked: VecDeque<u64>,
+        /// Cold pages rejected for `SwizzledChildren` since the last proposal.
+        stuck: usize,
     }
 
     impl Model {
@@ -853,6 +865,8 @@ mod tests {
                 cold_hand: None,
                 test_hand: None,
                 warm_up: true,
+                blocked: VecDeque::new(),
+                stuck: 0,
             }
         }
 
@@ -946,7 +960,11 @@ mod tests {
         /// HAND_hot until hot pages fit m − m_c, or (forced) until it demoted one; a hot page
         /// with its bit set is spared (bit cleared), one without turns cold. A run that moved
         /// the hand ends at a hot page (the paper's "finally the hand stops at a hot page").
-        fn run_hot(&mut self, force: bool) {
+        fn run_hot(&mut self, force: bool) -> bool {
+            if force && self.hot() == 0 {
+                // Nothing to turn cold: the hand stays.
+                return false;
+            }
             let mut demoted = false;
             let mut moved = false;
             for _ in 0..=2 * self.clock.len() {
@@ -962,7 +980,7 @@ mod tests {
                             }
                         }
                     }
-                    return;
+                    return demoted;
                 }
                 moved = true;
                 let n = self.hot_hand.unwrap();
@@ -984,10 +1002,15 @@ mod tests {
 
         /// HAND_cold's victim.
         fn victim(&mut self) -> u64 {
-            self.run_hot(false);
+            let _ = self.run_hot(false);
+            self.search()
+        }
+
+        /// HAND_cold's search for a resident cold page whose bit is clear (it stays on it).
+        fn search(&mut self) -> u64 {
             for _ in 0..=3 * self.clock.len() + 3 {
                 if self.cold() == 0 {
-                    self.run_hot(true);
+                    assert!(self.run_hot(true), "a forced HAND_hot demotes a page when one is hot");
                 }
                 let n = self.cold_hand.unwrap();
                 let Kind::Cold { test } = self.kind[&n] else {
@@ -1004,12 +1027,98 @@ mod tests {
                 }
                 if test {
                     self.kind.insert(n, Kind::Hot);
-                    self.run_hot(false);
+                    let _ = self.run_hot(false);
                 } else {
                     self.kind.insert(n, Kind::Cold { test: true });
                 }
             }
             panic!("HAND_cold found no victim");
+        }
+
+        /// Step 5 with the module docs' rejections: HAND_hot down to the hot target, then once
+        /// forced per cold page rejected for `SwizzledChildren` since the last proposal, then
+        /// HAND_cold's search; only roots resident: a blocked page, oldest first, rotating.
+        fn propose(&mut self) -> Option<u64> {
+            if self.hot() + self.cold() == 0 {
+                let x = self.blocked.pop_front()?;
+                self.blocked.push_back(x);
+                return Some(x);
+            }
+            let _ = self.run_hot(false);
+            while self.stuck > 0 {
+                self.stuck -= 1;
+                if !self.run_hot(true) {
+                    self.stuck = 0;
+                }
+            }
+            Some(self.search())
+        }
+
+        /// Page `x` leaves its frame (step 6): an evicted cold page in its test period stays in
+        /// its place as a test page (HAND_test then keeps at most m); nothing else keeps
+        /// history. After an eviction under it, HAND_cold stops at the next resident cold page.
+        fn leave(&mut self, x: u64, evicted: bool) {
+            self.referenced.remove(&x);
+            if evicted {
+                self.warm_up = false;
+            }
+            let under_cold_hand = self.cold_hand == Some(x);
+            self.blocked.retain(|&y| y != x);
+            match self.kind.get(&x).copied() {
+                Some(Kind::Cold { test: true }) if evicted => {
+                    self.kind.insert(x, Kind::Test);
+                    while self.count(|k| k == Kind::Test) > self.m {
+                        self.step_test();
+                    }
+                }
+                Some(Kind::Hot | Kind::Cold { .. }) => {
+                    self.take(x);
+                    self.kind.remove(&x);
+                }
+                Some(Kind::Test) | None => {}
+            }
+            if evicted && under_cold_hand {
+                for _ in 0..self.clock.len() {
+                    let n = self.cold_hand.unwrap();
+                    if matches!(self.kind[&n], Kind::Cold { .. }) {
+                        break;
+                    }
+                    self.cold_hand = Some(self.next(n));
+                }
+            }
+        }
+
+        /// Page `x` is loaded into a free frame (step 1).
+        fn load(&mut self, x: u64) {
+            let hot = if self.kind.get(&x) == Some(&Kind::Test) {
+                self.take(x);
+                self.mc = (self.mc + 1).min(self.mc_max);
+                true
+            } else {
+                self.warm_up && self.hot() < self.m - self.mc
+            };
+            self.kind.insert(x, if hot { Kind::Hot } else { Kind::Cold { test: true } });
+            self.place(x);
+        }
+
+        /// Step 7: `SwizzledChildren` moves HAND_cold on and, for a cold page, asks HAND_hot to
+        /// turn one more hot page cold at the next proposal.
+        fn skip(&mut self, x: u64) {
+            if self.cold_hand == Some(x) {
+                self.cold_hand = Some(self.next(x));
+            }
+            if matches!(self.kind.get(&x), Some(Kind::Cold { .. })) {
+                self.stuck = (self.stuck + 1).min(self.m);
+            }
+        }
+
+        /// Step 7: `Root` takes a page off the clock (hands on it move on) onto the blocked list.
+        fn block(&mut self, x: u64) {
+            if matches!(self.kind.get(&x), Some(Kind::Hot | Kind::Cold { .. })) {
+                self.take(x);
+                self.kind.remove(&x);
+                self.blocked.push_back(x);
+            }
         }
 
         fn request(&mut self, x: u64) -> (bool, Option<u64>) {
@@ -1111,6 +1220,82 @@ mod tests {
                 let clock = model.clock.iter().map(|&p| (p, model.kind[&p])).collect();
                 let hands = [model.hot_hand, model.cold_hand, model.test_hand];
                 prop_assert_eq!(seen(&policy, &pool), (clock, hands, model.mc), "after request {} (page {})", t, x);
+            }
+        }
+        /// CLOCK-Pro's model with the module docs' rejections, removals and blocked frames
+        /// (steps 5-7): `InUse` is a reference (HAND_cold, still on the page, acts on it at the
+        /// next proposal); `SwizzledChildren` moves HAND_cold on and, for a cold page, forces
+        /// HAND_hot to turn one more hot page cold at the next proposal (none if no page is
+        /// hot); `Root` takes the page off the clock onto the blocked list; `NotResident` and
+        /// frees keep no history; only evictions end warm-up and settle HAND_cold. `ClockPro`
+        /// proposes the same pages and keeps the same clock, hands, m_c, reference bits and
+        /// blocked list on random pool histories.
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
+            let policy = ClockPro::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let mut model = Model::new(capacity);
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.referenced.insert(page);
+                            pool.fix(&policy, page);
+                        } else {
+                            let victim = if pool.resident() == capacity {
+                                let v = model.propose();
+                                model.leave(v.unwrap(), true);
+                                v
+                            } else {
+                                None
+                            };
+                            model.load(page);
+                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
+                        }
+                    }
+                    Op::Free(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.leave(page, false);
+                        }
+                        sim::apply(&mut pool, &policy, op);
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy);
+                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
+                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
+                        if let (Some(frame), Some(x)) = (proposal, proposed) {
+                            match outcome {
+                                Outcome::Evict => model.leave(x, true),
+                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
+                                Outcome::Reject(Rejection::InUse) => {
+                                    model.referenced.insert(x);
+                                }
+                                Outcome::Reject(Rejection::SwizzledChildren) => model.skip(x),
+                                Outcome::Reject(Rejection::Root) => model.block(x),
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, frame, outcome);
+                        }
+                    }
+                }
+                let clock: Vec<(u64, Kind)> = model.clock.iter().map(|&p| (p, model.kind[&p])).collect();
+                let hands = [model.hot_hand, model.cold_hand, model.test_hand];
+                prop_assert_eq!(seen(&policy, &pool), (clock.clone(), hands, model.mc), "after step {} ({:?})", t, op);
+                let state = policy.state.lock();
+                let blocked: Vec<u64> = state.blocked.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
+                let stuck = state.stuck;
+                drop(state);
+                prop_assert_eq!(blocked, Vec::from(model.blocked.clone()), "blocked after step {} ({:?})", t, op);
+                prop_assert_eq!(stuck, model.stuck, "stuck after step {} ({:?})", t, op);
+                let bits: Vec<bool> = clock
+                    .iter()
+                    .filter(|(_, k)| *k != Kind::Test)
+                    .map(|&(p, _)| pool.hooks[pool.frame_of(p).unwrap()].get() != 0)
+                    .collect();
+                let want: Vec<bool> =
+                    clock.iter().filter(|(_, k)| *k != Kind::Test).map(|(p, _)| model.referenced.contains(p)).collect();
+                prop_assert_eq!(bits, want, "reference bits after step {} ({:?})", t, op);
             }
         }
     }
