@@ -524,6 +524,158 @@ mod tests {
         }
     }
 
+    /// [`Model`] with the module docs' rejections, removals and blocked frames (steps 1-6), over
+    /// pages, for `r3_r4_matches_the_model_with_rejections`.
+    struct RejModel {
+        m: Model,
+        /// Blocked pages, oldest first, with the list each left (true for T2).
+        blocked: VecDeque<(u64, bool)>,
+        /// The next proposal after `InUse` or `SwizzledChildren` rejections.
+        cursor: Option<u64>,
+    }
+
+    impl RejModel {
+        /// The list holding `x` (true for T2), if it is in T1 or T2.
+        fn list_of(&self, x: u64) -> Option<bool> {
+            if self.m.t1.contains(&x) {
+                Some(false)
+            } else if self.m.t2.contains(&x) {
+                Some(true)
+            } else {
+                None
+            }
+        }
+
+        fn list(&self, second: bool) -> &VecDeque<u64> {
+            if second {
+                &self.m.t2
+            } else {
+                &self.m.t1
+            }
+        }
+
+        /// The page after `x` toward the MRU end of its list.
+        fn newer(&self, x: u64, second: bool) -> Option<u64> {
+            let list = self.list(second);
+            let at = list.iter().position(|&y| y == x)?;
+            list.get(at + 1).copied()
+        }
+
+        /// Step 6: a page leaving its place under the cursor moves it to its more recent
+        /// neighbour (or back to the start of the search).
+        fn step_off(&mut self, x: u64) {
+            if self.cursor == Some(x) {
+                self.cursor = self.list_of(x).and_then(|second| self.newer(x, second));
+            }
+        }
+
+        fn hit(&mut self, x: u64) {
+            if self.list_of(x).is_some() {
+                self.step_off(x);
+                take(&mut self.m.t1, x);
+                take(&mut self.m.t2, x);
+                self.m.t2.push_back(x);
+            }
+        }
+
+        /// Step 5: `InUse` and `SwizzledChildren` move the search to the next more recently used
+        /// page, past the MRU end to the LRU end of the other list (or of its own if that is
+        /// empty).
+        fn move_on(&mut self, x: u64) {
+            if let Some(second) = self.list_of(x) {
+                self.cursor = self
+                    .newer(x, second)
+                    .or_else(|| self.list(!second).front().copied())
+                    .or_else(|| self.list(second).front().copied());
+            }
+        }
+
+        fn block(&mut self, x: u64) {
+            if let Some(second) = self.list_of(x) {
+                self.step_off(x);
+                take(&mut self.m.t1, x);
+                take(&mut self.m.t2, x);
+                self.blocked.push_back((x, second));
+            }
+        }
+
+        /// Step 3: an evicted page becomes the newest ghost of the list it left (a blocked one,
+        /// of the list it was blocked from), then the bounds are restored; a freed one leaves
+        /// none. Every eviction resets the search.
+        fn leave(&mut self, x: u64, evicted: bool) {
+            self.step_off(x);
+            let second = match self.list_of(x) {
+                Some(second) => {
+                    take(&mut self.m.t1, x);
+                    take(&mut self.m.t2, x);
+                    second
+                }
+                None => {
+                    let at =
+                        self.blocked.iter().position(|&(y, _)| y == x).expect("a resident page is listed");
+                    self.blocked.remove(at).unwrap().1
+                }
+            };
+            if !evicted {
+                return;
+            }
+            self.cursor = None;
+            let m = &mut self.m;
+            if second {
+                m.b2.push_back(x)
+            } else {
+                m.b1.push_back(x)
+            }
+            while m.t1.len() + m.b1.len() > m.c {
+                m.b1.pop_front();
+            }
+            while m.t1.len() + m.t2.len() + m.b1.len() + m.b2.len() > 2 * m.c {
+                if m.b2.pop_front().is_none() {
+                    m.b1.pop_front();
+                }
+            }
+        }
+
+        /// Step 1.
+        fn load(&mut self, x: u64) {
+            let m = &mut self.m;
+            let (b1, b2) = (m.b1.len(), m.b2.len());
+            if take(&mut m.b1, x) {
+                m.p = (m.p + (b2 / b1).max(1)).min(m.c);
+                m.t2.push_back(x);
+            } else if take(&mut m.b2, x) {
+                m.p = m.p.saturating_sub((b1 / b2).max(1));
+                m.t2.push_back(x);
+            } else {
+                if m.t1.len() + b1 >= m.c {
+                    m.b1.pop_front();
+                } else if m.t1.len() + m.t2.len() + b1 + b2 >= 2 * m.c {
+                    m.b2.pop_front();
+                }
+                m.t1.push_back(x);
+            }
+        }
+
+        /// Step 4.
+        fn propose(&mut self) -> Option<u64> {
+            let m = &self.m;
+            if m.t1.is_empty() && m.t2.is_empty() {
+                let (x, second) = self.blocked.pop_front()?;
+                self.blocked.push_back((x, second));
+                return Some(x);
+            }
+            if let Some(x) = self.cursor {
+                return Some(x);
+            }
+            let from_t1 = !m.t1.is_empty() && (m.t1.len() > m.p || m.t2.is_empty());
+            if from_t1 {
+                m.t1.front().copied()
+            } else {
+                m.t2.front().copied()
+            }
+        }
+    }
+
     proptest! {
         /// Serving a trace one eviction per miss, `ArcPolicy` hits, evicts, adapts `p` and keeps
         /// lists and ghosts exactly as the reference model of the paper does.
@@ -561,6 +713,89 @@ mod tests {
                     assert!(matches!(state.lists.place(cursor), Place::First | Place::Second));
                 }
             });
+        }
+        /// ARC with the module docs' rejections (steps 1-6): `InUse` and `SwizzledChildren` move
+        /// the search on without touching the page, `Root` blocks it (remembering its list, whose
+        /// ghost list it joins if evicted), `NotResident` and frees leave no ghost, evictions
+        /// reset the search and restore the history's bounds. `ArcPolicy` proposes the same
+        /// pages and keeps the same lists, ghosts, p, blocked list and cursor on random pool
+        /// histories.
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
+            use sim::{Op, Outcome, Pool};
+            let policy = ArcPolicy::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let c = capacity;
+            let mut model = RejModel {
+                m: Model { c, p: 0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() },
+                blocked: VecDeque::new(),
+                cursor: None,
+            };
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.hit(page);
+                            pool.fix(&policy, page);
+                        } else {
+                            let victim = if pool.resident() == capacity {
+                                let v = model.propose();
+                                model.leave(v.unwrap(), true);
+                                v
+                            } else {
+                                None
+                            };
+                            model.load(page);
+                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
+                        }
+                    }
+                    Op::Free(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.leave(page, false);
+                        }
+                        sim::apply(&mut pool, &policy, op);
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy);
+                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
+                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
+                        if let (Some(frame), Some(x)) = (proposal, proposed) {
+                            match outcome {
+                                Outcome::Evict => model.leave(x, true),
+                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
+                                Outcome::Reject(Rejection::InUse | Rejection::SwizzledChildren) => model.move_on(x),
+                                Outcome::Reject(Rejection::Root) => model.block(x),
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, frame, outcome);
+                        }
+                    }
+                }
+                let state = policy.state.lock();
+                let seen = (
+                    state.lists.page_ids(false),
+                    state.lists.page_ids(true),
+                    state.history.b1.oldest_ids(),
+                    state.history.b2.oldest_ids(),
+                    state.history.p,
+                );
+                let blocked: Vec<u64> = state.lists.blocked.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
+                let cursor = state.cursor.map(|f| pool.pages[f].unwrap());
+                drop(state);
+                let m = &model.m;
+                let expected = (
+                    Vec::from(m.t1.clone()),
+                    Vec::from(m.t2.clone()),
+                    Vec::from(m.b1.clone()),
+                    Vec::from(m.b2.clone()),
+                    m.p,
+                );
+                prop_assert_eq!(seen, expected, "after step {} ({:?})", t, op);
+                let want: Vec<u64> = model.blocked.iter().map(|&(x, _)| x).collect();
+                prop_assert_eq!(blocked, want, "blocked after step {} ({:?})", t, op);
+                prop_assert_eq!(cursor, model.cursor, "cursor after step {} ({:?})", t, op);
+            }
         }
     }
 }
