@@ -207,7 +207,7 @@ impl Policy for Car {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{HashMap, VecDeque};
+    use std::collections::{HashMap, HashSet, VecDeque};
 
     use proptest::prelude::*;
 
@@ -396,6 +396,145 @@ mod tests {
         }
     }
 
+    /// CAR with the module docs' rejections and removals (steps 1-6), over pages, for
+    /// `r3_r4_matches_the_model_with_rejections`: clocks head first, ghosts oldest first.
+    struct RejModel {
+        c: usize,
+        p: usize,
+        t1: VecDeque<u64>,
+        t2: VecDeque<u64>,
+        b1: VecDeque<u64>,
+        b2: VecDeque<u64>,
+        referenced: HashSet<u64>,
+        /// Blocked pages, oldest first, with the clock each left (true for T2).
+        blocked: VecDeque<(u64, bool)>,
+        /// Frames of T1 and T2 the hand passed by rejections since the last eviction.
+        passed: [usize; 2],
+    }
+
+    impl RejModel {
+        fn clock_of(&self, x: u64) -> Option<bool> {
+            if self.t1.contains(&x) {
+                Some(false)
+            } else if self.t2.contains(&x) {
+                Some(true)
+            } else {
+                None
+            }
+        }
+
+        /// Step 6: `InUse` and `SwizzledChildren` move the page to its own clock's tail, bit
+        /// unchanged, and count it as passed.
+        fn pass(&mut self, x: u64) {
+            match self.clock_of(x) {
+                Some(false) => {
+                    take(&mut self.t1, x);
+                    self.t1.push_back(x);
+                    self.passed[0] += 1;
+                }
+                Some(true) => {
+                    take(&mut self.t2, x);
+                    self.t2.push_back(x);
+                    self.passed[1] += 1;
+                }
+                None => {}
+            }
+        }
+
+        fn block(&mut self, x: u64) {
+            if let Some(second) = self.clock_of(x) {
+                take(&mut self.t1, x);
+                take(&mut self.t2, x);
+                self.blocked.push_back((x, second));
+            }
+        }
+
+        /// ARC's step 3: an evicted page joins the ghost list of the clock it left (or was
+        /// blocked from), the bounds are restored and the passes start again; a freed page
+        /// leaves nothing.
+        fn leave(&mut self, x: u64, evicted: bool) {
+            self.referenced.remove(&x);
+            let second = match self.clock_of(x) {
+                Some(second) => {
+                    take(&mut self.t1, x);
+                    take(&mut self.t2, x);
+                    second
+                }
+                None => {
+                    let at =
+                        self.blocked.iter().position(|&(y, _)| y == x).expect("a resident page is listed");
+                    self.blocked.remove(at).unwrap().1
+                }
+            };
+            if !evicted {
+                return;
+            }
+            self.passed = [0, 0];
+            if second {
+                self.b2.push_back(x)
+            } else {
+                self.b1.push_back(x)
+            }
+            while self.t1.len() + self.b1.len() > self.c {
+                self.b1.pop_front();
+            }
+            while self.t1.len() + self.t2.len() + self.b1.len() + self.b2.len() > 2 * self.c {
+                if self.b2.pop_front().is_none() {
+                    self.b1.pop_front();
+                }
+            }
+        }
+
+        /// ARC's step 1, the bit clear.
+        fn load(&mut self, x: u64) {
+            let (b1, b2) = (self.b1.len(), self.b2.len());
+            if take(&mut self.b1, x) {
+                self.p = (self.p + (b2 / b1).max(1)).min(self.c);
+                self.t2.push_back(x);
+            } else if take(&mut self.b2, x) {
+                self.p = self.p.saturating_sub((b1 / b2).max(1));
+                self.t2.push_back(x);
+            } else {
+                if self.t1.len() + b1 >= self.c {
+                    self.b1.pop_front();
+                } else if self.t1.len() + self.t2.len() + b1 + b2 >= 2 * self.c {
+                    self.b2.pop_front();
+                }
+                self.t1.push_back(x);
+            }
+        }
+
+        /// Steps 4 and 6: T1 if |T1| >= max(1, p), else T2, avoiding a clock whose every page
+        /// was passed while the other has unpassed ones, never an empty one; a referenced head
+        /// has its bit cleared and goes to T2's tail; a clear head is proposed.
+        fn propose(&mut self) -> Option<u64> {
+            if self.t1.is_empty() && self.t2.is_empty() {
+                let (x, second) = self.blocked.pop_front()?;
+                self.blocked.push_back((x, second));
+                return Some(x);
+            }
+            loop {
+                let (n1, n2) = (self.t1.len(), self.t2.len());
+                let open1 = n1 > 0 && self.passed[0] < n1;
+                let open2 = n2 > 0 && self.passed[1] < n2;
+                let wants_first = n1 >= self.p.max(1);
+                let first = match (open1, open2) {
+                    (true, true) => wants_first,
+                    (true, false) => true,
+                    (false, true) => false,
+                    (false, false) => wants_first || n2 == 0,
+                };
+                let clock = if first { &mut self.t1 } else { &mut self.t2 };
+                let head = *clock.front().unwrap();
+                if !self.referenced.remove(&head) {
+                    return Some(head);
+                }
+                clock.pop_front();
+                self.t2.push_back(head);
+            }
+        }
+    }
+
     proptest! {
         /// Serving a trace one eviction per miss, `Car` hits, evicts, adapts `p` and keeps clocks
         /// and ghosts exactly as the reference model of the paper does (no deviation applies
@@ -438,6 +577,94 @@ mod tests {
                     assert!(!state.lists.holds(ghost), "resident page {ghost:?} has a ghost");
                 }
             });
+        }
+        /// CAR with the module docs' rejections (step 6): `InUse` and `SwizzledChildren` pass
+        /// the page to its own clock's tail, bit unchanged, and a fully passed clock is avoided
+        /// until the next eviction; `Root` blocks (ghost after the clock it left, if evicted);
+        /// `NotResident` and frees leave no ghost. `Car` proposes the same pages and keeps the
+        /// same clocks, bits, ghosts, p and blocked list on random pool histories.
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
+            use sim::{Op, Outcome, Pool};
+            let policy = Car::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let mut model = RejModel {
+                c: capacity,
+                p: 0,
+                t1: VecDeque::new(),
+                t2: VecDeque::new(),
+                b1: VecDeque::new(),
+                b2: VecDeque::new(),
+                referenced: HashSet::new(),
+                blocked: VecDeque::new(),
+                passed: [0, 0],
+            };
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.referenced.insert(page);
+                            pool.fix(&policy, page);
+                        } else {
+                            let victim = if pool.resident() == capacity {
+                                let v = model.propose();
+                                model.leave(v.unwrap(), true);
+                                v
+                            } else {
+                                None
+                            };
+                            model.load(page);
+                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
+                        }
+                    }
+                    Op::Free(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.leave(page, false);
+                        }
+                        sim::apply(&mut pool, &policy, op);
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy);
+                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
+                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
+                        if let (Some(frame), Some(x)) = (proposal, proposed) {
+                            match outcome {
+                                Outcome::Evict => model.leave(x, true),
+                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
+                                Outcome::Reject(Rejection::InUse | Rejection::SwizzledChildren) => model.pass(x),
+                                Outcome::Reject(Rejection::Root) => model.block(x),
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, frame, outcome);
+                        }
+                    }
+                }
+                let state = policy.state.lock();
+                let seen = (
+                    state.lists.page_ids(false),
+                    state.lists.page_ids(true),
+                    state.history.b1.oldest_ids(),
+                    state.history.b2.oldest_ids(),
+                    state.history.p,
+                );
+                let blocked: Vec<u64> = state.lists.blocked.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
+                drop(state);
+                let expected = (
+                    Vec::from(model.t1.clone()),
+                    Vec::from(model.t2.clone()),
+                    Vec::from(model.b1.clone()),
+                    Vec::from(model.b2.clone()),
+                    model.p,
+                );
+                prop_assert_eq!(&seen, &expected, "after step {} ({:?})", t, op);
+                let want: Vec<u64> = model.blocked.iter().map(|&(x, _)| x).collect();
+                prop_assert_eq!(blocked, want, "blocked after step {} ({:?})", t, op);
+                let listed: Vec<u64> = model.t1.iter().chain(&model.t2).copied().collect();
+                let bits: Vec<bool> = listed.iter().map(|&x| pool.hooks[pool.frame_of(x).unwrap()].get() != 0).collect();
+                let want: Vec<bool> = listed.iter().map(|x| model.referenced.contains(x)).collect();
+                prop_assert_eq!(bits, want, "bits after step {} ({:?})", t, op);
+            }
         }
     }
 }
