@@ -425,6 +425,144 @@ mod tests {
         }
     }
 
+    /// S3-FIFO with the module docs' rejections and removals (steps 1-6), over pages, for
+    /// `r3_r4_matches_the_model_with_rejections`: queues and G oldest first.
+    struct RejModel {
+        c: usize,
+        s: VecDeque<u64>,
+        m: VecDeque<u64>,
+        g: VecDeque<u64>,
+        /// Each resident page's counter (blocked ones too: a hit still counts).
+        freq: HashMap<u64, u32>,
+        /// Blocked pages, oldest first, with the queue each left (true for M).
+        blocked: VecDeque<(u64, bool)>,
+        passed: [usize; 2],
+    }
+
+    fn take_page(list: &mut VecDeque<u64>, x: u64) -> bool {
+        list.iter().position(|&y| y == x).and_then(|i| list.remove(i)).is_some()
+    }
+
+    impl RejModel {
+        fn queue_of(&self, x: u64) -> Option<bool> {
+            if self.s.contains(&x) {
+                Some(false)
+            } else if self.m.contains(&x) {
+                Some(true)
+            } else {
+                None
+            }
+        }
+
+        fn hit(&mut self, x: u64) {
+            let f = self.freq.get_mut(&x).expect("a hit page is resident");
+            *f = (*f + 1).min(3);
+        }
+
+        /// Step 6: back to the head of its own queue, counter unchanged, counted as passed.
+        fn pass(&mut self, x: u64) {
+            match self.queue_of(x) {
+                Some(false) => {
+                    take_page(&mut self.s, x);
+                    self.s.push_back(x);
+                    self.passed[0] += 1;
+                }
+                Some(true) => {
+                    take_page(&mut self.m, x);
+                    self.m.push_back(x);
+                    self.passed[1] += 1;
+                }
+                None => {}
+            }
+        }
+
+        fn block(&mut self, x: u64) {
+            if let Some(main) = self.queue_of(x) {
+                take_page(&mut self.s, x);
+                take_page(&mut self.m, x);
+                self.blocked.push_back((x, main));
+            }
+        }
+
+        /// Step 3: a page evicted from S (or blocked from it) becomes G's newest ghost, the
+        /// oldest going past `c - c/10`; evictions reset the passes; frees leave nothing.
+        fn leave(&mut self, x: u64, evicted: bool) {
+            self.freq.remove(&x);
+            let main = match self.queue_of(x) {
+                Some(main) => {
+                    take_page(&mut self.s, x);
+                    take_page(&mut self.m, x);
+                    main
+                }
+                None => {
+                    let at =
+                        self.blocked.iter().position(|&(y, _)| y == x).expect("a resident page is listed");
+                    self.blocked.remove(at).unwrap().1
+                }
+            };
+            if evicted {
+                self.passed = [0, 0];
+                if !main {
+                    self.g.push_back(x);
+                    if self.g.len() > self.c - self.c / 10 {
+                        self.g.pop_front();
+                    }
+                }
+            }
+        }
+
+        /// Step 1.
+        fn load(&mut self, x: u64) {
+            self.freq.insert(x, 0);
+            if take_page(&mut self.g, x) {
+                self.m.push_back(x);
+            } else {
+                self.s.push_back(x);
+            }
+        }
+
+        /// Steps 4 and 6.
+        fn propose(&mut self) -> Option<u64> {
+            if self.s.is_empty() && self.m.is_empty() {
+                let (x, main) = self.blocked.pop_front()?;
+                self.blocked.push_back((x, main));
+                return Some(x);
+            }
+            let (n1, n2) = (self.s.len(), self.m.len());
+            let open1 = n1 > 0 && self.passed[0] < n1;
+            let open2 = n2 > 0 && self.passed[1] < n2;
+            let due = 10 * n1 >= self.c;
+            let mut in_main = !match (open1, open2) {
+                (true, true) => due,
+                (true, false) => true,
+                (false, true) => false,
+                (false, false) => due || n2 == 0,
+            };
+            loop {
+                if (if in_main { &self.m } else { &self.s }).is_empty() {
+                    in_main = !in_main;
+                }
+                let x = *(if in_main { &self.m } else { &self.s }).front().unwrap();
+                let f = self.freq[&x];
+                if in_main {
+                    if f == 0 {
+                        return Some(x);
+                    }
+                    self.freq.insert(x, f - 1);
+                    self.m.pop_front();
+                    self.m.push_back(x);
+                } else {
+                    if f <= 1 {
+                        return Some(x);
+                    }
+                    self.s.pop_front();
+                    self.m.push_back(x);
+                    in_main = 10 * self.m.len() > 9 * self.c;
+                }
+            }
+        }
+    }
+
     proptest! {
         /// Serving a trace one eviction per miss, `S3Fifo` hits, evicts and keeps its queues and
         /// ghosts exactly as the reference model of the paper does.
@@ -463,6 +601,81 @@ mod tests {
                     assert!(!state.lists.holds(ghost), "resident page {ghost:?} has a ghost");
                 }
             });
+        }
+        /// S3-FIFO with the module docs' rejections (step 6): `InUse` and `SwizzledChildren` send
+        /// the page back to the head of its own queue, counter unchanged, and the start avoids
+        /// a fully passed queue until the next eviction; `Root` blocks (a root from S leaves a
+        /// ghost if evicted); `NotResident` and frees leave no ghost. `S3Fifo` proposes the
+        /// same pages and keeps the same queues, counters, G and blocked list on random pool
+        /// histories.
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
+            use sim::{Op, Outcome, Pool};
+            let policy = S3Fifo::new(capacity);
+            let mut pool = Pool::new(capacity);
+            let mut model = RejModel {
+                c: capacity,
+                s: VecDeque::new(),
+                m: VecDeque::new(),
+                g: VecDeque::new(),
+                freq: HashMap::new(),
+                blocked: VecDeque::new(),
+                passed: [0, 0],
+            };
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.hit(page);
+                            pool.fix(&policy, page);
+                        } else {
+                            let victim = if pool.resident() == capacity {
+                                let v = model.propose();
+                                model.leave(v.unwrap(), true);
+                                v
+                            } else {
+                                None
+                            };
+                            model.load(page);
+                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
+                        }
+                    }
+                    Op::Free(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.leave(page, false);
+                        }
+                        sim::apply(&mut pool, &policy, op);
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy);
+                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
+                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
+                        if let (Some(frame), Some(x)) = (proposal, proposed) {
+                            match outcome {
+                                Outcome::Evict => model.leave(x, true),
+                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
+                                Outcome::Reject(Rejection::InUse | Rejection::SwizzledChildren) => model.pass(x),
+                                Outcome::Reject(Rejection::Root) => model.block(x),
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, frame, outcome);
+                        }
+                    }
+                }
+                let state = policy.state.lock();
+                let seen = (state.lists.page_ids(false), state.lists.page_ids(true), state.ghost.oldest_ids());
+                let blocked: Vec<u64> = state.lists.blocked.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
+                drop(state);
+                let expected = (Vec::from(model.s.clone()), Vec::from(model.m.clone()), Vec::from(model.g.clone()));
+                prop_assert_eq!(&seen, &expected, "after step {} ({:?})", t, op);
+                let want: Vec<u64> = model.blocked.iter().map(|&(x, _)| x).collect();
+                prop_assert_eq!(blocked, want, "blocked after step {} ({:?})", t, op);
+                let listed: Vec<u64> = model.s.iter().chain(&model.m).copied().collect();
+                let counters: Vec<u32> = listed.iter().map(|&x| pool.hooks[pool.frame_of(x).unwrap()].get()).collect();
+                let want: Vec<u32> = listed.iter().map(|x| model.freq[x]).collect();
+                prop_assert_eq!(counters, want, "counters after step {} ({:?})", t, op);
+            }
         }
     }
 }
