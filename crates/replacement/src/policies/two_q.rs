@@ -580,6 +580,78 @@ mod tests {
         victims
     }
 
+    /// 2Q with the module docs' rejections and removals (steps 1-5), over pages, for
+    /// `r3_r4_matches_the_model_with_rejections`: lists oldest (LRU) first.
+    struct RejModel {
+        kin: usize,
+        kout: usize,
+        a1in: VecDeque<u64>,
+        am: VecDeque<u64>,
+        a1out: VecDeque<u64>,
+        blocked: VecDeque<u64>,
+    }
+
+    fn take(list: &mut VecDeque<u64>, x: u64) -> bool {
+        list.iter().position(|&y| y == x).and_then(|i| list.remove(i)).is_some()
+    }
+
+    impl RejModel {
+        fn hit(&mut self, x: u64) {
+            if take(&mut self.am, x) {
+                self.am.push_back(x);
+            }
+        }
+
+        /// Step 5: `InUse` and `SwizzledChildren` requeue the page at the newest end of its own
+        /// list.
+        fn requeue(&mut self, x: u64) {
+            if take(&mut self.a1in, x) {
+                self.a1in.push_back(x);
+            } else if take(&mut self.am, x) {
+                self.am.push_back(x);
+            }
+        }
+
+        fn block(&mut self, x: u64) {
+            if take(&mut self.a1in, x) || take(&mut self.am, x) {
+                self.blocked.push_back(x);
+            }
+        }
+
+        /// Step 4: only an eviction from `A1in` is remembered (not one from `Am`, of a root, or
+        /// a free).
+        fn leave(&mut self, x: u64, evicted: bool) {
+            let from_a1in = take(&mut self.a1in, x);
+            let _ = from_a1in || take(&mut self.am, x) || take(&mut self.blocked, x);
+            if evicted && from_a1in {
+                self.a1out.push_back(x);
+                if self.a1out.len() > self.kout {
+                    self.a1out.pop_front();
+                }
+            }
+        }
+
+        fn load(&mut self, x: u64) {
+            if take(&mut self.a1out, x) {
+                self.am.push_back(x);
+            } else {
+                self.a1in.push_back(x);
+            }
+        }
+
+        /// Step 3, the paper's `reclaimfor`, then a blocked page (rotating).
+        fn propose(&mut self) -> Option<u64> {
+            let (first, second) =
+                if self.a1in.len() > self.kin { (&self.a1in, &self.am) } else { (&self.am, &self.a1in) };
+            if let Some(&x) = first.front().or_else(|| second.front()) {
+                return Some(x);
+            }
+            let x = self.blocked.pop_front()?;
+            self.blocked.push_back(x);
+            Some(x)
+        }
+    }
+
     proptest! {
         /// The policy, driven by a pool that evicts on every miss, picks the model's victims.
         #[test]
@@ -643,6 +715,84 @@ mod tests {
                     assert_eq!(from_a1in, a1in_over);
                 }
             });
+        }
+        /// 2Q with the module docs' rejections (step 5): `InUse` and `SwizzledChildren` requeue
+        /// the page at the newest end of its own list; `Root` blocks (a root's eviction leaves
+        /// no id); `NotResident` and frees leave no id. `TwoQ` proposes the same pages and keeps
+        /// the same `A1in`, `Am`, `A1out` and blocked list on random pool histories.
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections(
+            (capacity, ops) in sim::scenario(10),
+            kin in 0usize..4,
+            kout in 0usize..6,
+        ) {
+            use sim::{Op, Outcome, Pool};
+            let policy = TwoQ::with_sizes(capacity, kin, kout);
+            let mut pool = Pool::new(capacity);
+            let mut model = RejModel {
+                kin,
+                kout,
+                a1in: VecDeque::new(),
+                am: VecDeque::new(),
+                a1out: VecDeque::new(),
+                blocked: VecDeque::new(),
+            };
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.hit(page);
+                            pool.fix(&policy, page);
+                        } else {
+                            let victim = if pool.resident() == capacity {
+                                let v = model.propose();
+                                model.leave(v.unwrap(), true);
+                                v
+                            } else {
+                                None
+                            };
+                            model.load(page);
+                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
+                        }
+                    }
+                    Op::Free(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.leave(page, false);
+                        }
+                        sim::apply(&mut pool, &policy, op);
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy);
+                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
+                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
+                        if let (Some(frame), Some(x)) = (proposal, proposed) {
+                            match outcome {
+                                Outcome::Evict => model.leave(x, true),
+                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
+                                Outcome::Reject(Rejection::InUse | Rejection::SwizzledChildren) => model.requeue(x),
+                                Outcome::Reject(Rejection::Root) => model.block(x),
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, frame, outcome);
+                        }
+                    }
+                }
+                let (a1in, am, a1out) = lists(&policy);
+                let page = |f: usize| pool.pages[f].unwrap();
+                let blocked: Vec<u64> = {
+                    let state = policy.state.lock();
+                    state.search.queues.oldest_first(state.search.blocked()).into_iter().map(page).collect()
+                };
+                let seen = (a1in.into_iter().map(page).collect::<Vec<_>>(), am.into_iter().map(page).collect::<Vec<_>>(), a1out, blocked);
+                let expected = (
+                    Vec::from(model.a1in.clone()),
+                    Vec::from(model.am.clone()),
+                    Vec::from(model.a1out.clone()),
+                    Vec::from(model.blocked.clone()),
+                );
+                prop_assert_eq!(seen, expected, "after step {} ({:?})", t, op);
+            }
         }
     }
 }
