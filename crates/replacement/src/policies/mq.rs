@@ -462,6 +462,135 @@ mod tests {
         victims
     }
 
+    /// MQ with the module docs' rejections and removals (steps 1-6) and a fixed `lifeTime`,
+    /// over pages, for `r3_r4_matches_the_model_with_rejections`.
+    struct RejModel {
+        m: usize,
+        life: u64,
+        qout_size: usize,
+        now: u64,
+        /// `Q0..Qm-1`, each LRU end first.
+        queues: Vec<VecDeque<u64>>,
+        blocked: VecDeque<u64>,
+        /// Per resident page: (freq, expireTime, last reference).
+        meta: HashMap<u64, (u64, u64, u64)>,
+        /// `Qout`, oldest first: (page, freq, last reference).
+        qout: VecDeque<(u64, u64, u64)>,
+        cursor: Option<u64>,
+    }
+
+    impl RejModel {
+        fn queue_of(&self, x: u64) -> Option<usize> {
+            self.queues.iter().position(|q| q.contains(&x))
+        }
+
+        /// The page after `x` in victim order (toward the MRU end of its queue, then the next
+        /// non-empty queue's LRU end, cyclically); `None` if `x` is the only one.
+        fn successor(&self, x: u64) -> Option<u64> {
+            let order: Vec<u64> = self.queues.iter().flatten().copied().collect();
+            let at = order.iter().position(|&y| y == x)?;
+            let next = order[(at + 1) % order.len()];
+            (next != x).then_some(next)
+        }
+
+        fn step_off(&mut self, x: u64) {
+            if self.cursor == Some(x) && self.queue_of(x).is_some() {
+                self.cursor = self.successor(x);
+            }
+        }
+
+        fn unlink(&mut self, x: u64) {
+            self.step_off(x);
+            for q in &mut self.queues {
+                q.retain(|&y| y != x);
+            }
+            self.blocked.retain(|&y| y != x);
+        }
+
+        fn relink(&mut self, q: usize, x: u64) {
+            self.unlink(x);
+            self.queues[q].push_back(x);
+        }
+
+        /// Step 3.
+        fn settle(&mut self, x: u64) {
+            let (freq, _, _) = self.meta[&x];
+            self.meta.insert(x, (freq, self.now + self.life, self.now));
+            if !self.blocked.contains(&x) {
+                let q = (freq.max(1).ilog2() as usize).min(self.m - 1);
+                self.relink(q, x);
+            }
+            self.now += 1;
+            for k in 1..self.m {
+                let Some(&head) = self.queues[k].front() else { continue };
+                if self.meta[&head].1 < self.now {
+                    self.relink(k - 1, head);
+                    self.meta.get_mut(&head).unwrap().1 = self.now + self.life;
+                }
+            }
+        }
+
+        /// Step 1.
+        fn load(&mut self, x: u64) {
+            let freq = match self.qout.iter().position(|&(y, _, _)| y == x) {
+                Some(at) => self.qout.remove(at).unwrap().1 + 1,
+                None => 1,
+            };
+            self.meta.insert(x, (freq, 0, 0));
+            self.queues[0].push_back(x);
+            self.settle(x);
+        }
+
+        /// Step 2: blocked pages count the reference too.
+        fn hit(&mut self, x: u64) {
+            self.meta.get_mut(&x).unwrap().0 += 1;
+            self.settle(x);
+        }
+
+        /// Step 6: the search moves on; the page keeps its place and frequency.
+        fn pass(&mut self, x: u64) {
+            if self.queue_of(x).is_some() {
+                self.cursor = self.successor(x);
+            }
+        }
+
+        fn block(&mut self, x: u64) {
+            if self.queue_of(x).is_some() {
+                self.unlink(x);
+                self.blocked.push_back(x);
+            }
+        }
+
+        /// Step 5: an eviction (of a root too) remembers the page and its frequency in `Qout`
+        /// and resets the search; a free leaves nothing.
+        fn leave(&mut self, x: u64, evicted: bool) {
+            self.unlink(x);
+            let (freq, _, last) = self.meta.remove(&x).unwrap();
+            if evicted {
+                self.cursor = None;
+                if self.qout_size > 0 {
+                    if self.qout.len() == self.qout_size {
+                        self.qout.pop_front();
+                    }
+                    self.qout.push_back((x, freq, last));
+                }
+            }
+        }
+
+        /// Step 4.
+        fn propose(&mut self) -> Option<u64> {
+            if let Some(x) = self.cursor {
+                return Some(x);
+            }
+            if let Some(&x) = self.queues.iter().find_map(|q| q.front()) {
+                return Some(x);
+            }
+            let x = self.blocked.pop_front()?;
+            self.blocked.push_back(x);
+            Some(x)
+        }
+    }
+
     proptest! {
         /// The policy, driven by a pool that evicts on every miss, picks the model's victims.
         #[test]
@@ -514,6 +643,92 @@ mod tests {
                     }
                 }
             });
+        }
+        /// MQ with the module docs' rejections (step 6) and a fixed `lifeTime`: `InUse` and
+        /// `SwizzledChildren` move the search to the next page in victim order without touching
+        /// the page; `Root` blocks (hits still count; a root's eviction enters `Qout`);
+        /// `NotResident` and frees leave nothing; a page that leaves its place under the cursor
+        /// (hit, demotion by `Adjust`, block, removal) moves the cursor on; evictions reset it.
+        /// `Mq` proposes the same pages and keeps the same queues, blocked list, cursor, `Qout`
+        /// and frequencies on random pool histories.
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections(
+            m in 1usize..=4,
+            qout in 0usize..10,
+            life in 1u64..12,
+            (capacity, ops) in sim::scenario(10),
+        ) {
+            use sim::{Op, Outcome, Pool};
+            let policy = Mq::with_params(capacity, m, qout, Some(life));
+            let mut pool = Pool::new(capacity);
+            let mut model = RejModel {
+                m,
+                life,
+                qout_size: qout,
+                now: 0,
+                queues: vec![VecDeque::new(); m],
+                blocked: VecDeque::new(),
+                meta: HashMap::new(),
+                qout: VecDeque::new(),
+                cursor: None,
+            };
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.hit(page);
+                            pool.fix(&policy, page);
+                        } else {
+                            let victim = if pool.resident() == capacity {
+                                let v = model.propose();
+                                model.leave(v.unwrap(), true);
+                                v
+                            } else {
+                                None
+                            };
+                            model.load(page);
+                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
+                        }
+                    }
+                    Op::Free(page) => {
+                        if pool.frame_of(page).is_some() {
+                            model.leave(page, false);
+                        }
+                        sim::apply(&mut pool, &policy, op);
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy);
+                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
+                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
+                        if let (Some(frame), Some(x)) = (proposal, proposed) {
+                            match outcome {
+                                Outcome::Evict => model.leave(x, true),
+                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
+                                Outcome::Reject(Rejection::InUse | Rejection::SwizzledChildren) => model.pass(x),
+                                Outcome::Reject(Rejection::Root) => model.block(x),
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, frame, outcome);
+                        }
+                    }
+                }
+                let page = |f: usize| pool.pages[f].unwrap();
+                let state = policy.state.lock();
+                let lists: Vec<Vec<u64>> = (0..=m).map(|q| state.search.queues.oldest_first(q).into_iter().map(page).collect()).collect();
+                let cursor = state.search.cursor.map(page);
+                let qout_ids = state.qout.oldest_ids();
+                let freqs: Vec<(u64, u64)> = (0..capacity).filter_map(|f| pool.pages[f].map(|p| (p, state.freq[f]))).collect();
+                drop(state);
+                let mut want: Vec<Vec<u64>> = model.queues.iter().map(|q| Vec::from(q.clone())).collect();
+                want.push(Vec::from(model.blocked.clone()));
+                prop_assert_eq!(lists, want, "queues after step {} ({:?})", t, op);
+                prop_assert_eq!(cursor, model.cursor, "cursor after step {} ({:?})", t, op);
+                let want: Vec<u64> = model.qout.iter().map(|&(x, _, _)| x).collect();
+                prop_assert_eq!(qout_ids, want, "Qout after step {} ({:?})", t, op);
+                let want: Vec<(u64, u64)> = freqs.iter().map(|&(p, _)| (p, model.meta[&p].0)).collect();
+                prop_assert_eq!(freqs, want, "frequencies after step {} ({:?})", t, op);
+            }
         }
     }
 }
