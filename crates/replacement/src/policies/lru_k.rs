@@ -484,6 +484,111 @@ mod tests {
             .unwrap()
     }
 
+    /// LRU-K with the module docs' rejections and removals (steps 1-5), over frames, for
+    /// `r3_r4_matches_the_model_with_rejections`.
+    struct RejModel {
+        k: usize,
+        crp: u64,
+        limit: usize,
+        now: u64,
+        /// Per resident frame: its page, `HIST(1..=K)` and `LAST`.
+        res: std::collections::HashMap<usize, (u64, Vec<u64>, u64)>,
+        blocked: std::collections::VecDeque<usize>,
+        cursor: Option<(u64, u64, usize)>,
+        /// Evicted pages' `HIST` blocks, oldest first.
+        retained: std::collections::VecDeque<(u64, Vec<u64>)>,
+    }
+
+    impl RejModel {
+        fn key(&self, f: usize) -> (u64, u64, usize) {
+            let (_, hist, last) = &self.res[&f];
+            (hist[self.k - 1], *last, f)
+        }
+
+        /// The unblocked resident frames' keys, smallest first.
+        fn ranked(&self) -> Vec<(u64, u64, usize)> {
+            let mut keys: Vec<_> =
+                self.res.keys().filter(|f| !self.blocked.contains(f)).map(|&f| self.key(f)).collect();
+            keys.sort_unstable();
+            keys
+        }
+
+        /// Step 1.
+        fn load(&mut self, f: usize, page: u64) {
+            self.now += 1;
+            let mut hist = vec![0; self.k];
+            if let Some(at) = self.retained.iter().position(|(p, _)| *p == page) {
+                let (_, old) = self.retained.remove(at).unwrap();
+                hist[1..].copy_from_slice(&old[..self.k - 1]);
+            }
+            hist[0] = self.now;
+            self.res.insert(f, (page, hist, self.now));
+        }
+
+        /// Step 2 (blocked frames too).
+        fn hit(&mut self, f: usize) {
+            self.now += 1;
+            let t = self.now;
+            let crp = self.crp;
+            let (_, hist, last) = self.res.get_mut(&f).unwrap();
+            if t - *last > crp {
+                let correlated = *last - hist[0];
+                for i in (1..hist.len()).rev() {
+                    hist[i] = if hist[i - 1] == 0 { 0 } else { hist[i - 1] + correlated };
+                }
+                hist[0] = t;
+            }
+            *last = t;
+        }
+
+        /// Step 4: the search resumes after the rejected frame's key.
+        fn pass(&mut self, f: usize) {
+            if self.res.contains_key(&f) && !self.blocked.contains(&f) {
+                self.cursor = Some(self.key(f));
+            }
+        }
+
+        fn block(&mut self, f: usize) {
+            if self.res.contains_key(&f) && !self.blocked.contains(&f) {
+                self.blocked.push_back(f);
+            }
+        }
+
+        /// Step 5: an eviction (of a root too) retains the block, the oldest going past
+        /// `capacity`, and resets the search; a free leaves nothing.
+        fn leave(&mut self, f: usize, evicted: bool) {
+            let (page, hist, _) = self.res.remove(&f).unwrap();
+            self.blocked.retain(|&g| g != f);
+            if evicted {
+                self.cursor = None;
+                if self.retained.len() == self.limit {
+                    self.retained.pop_front();
+                }
+                self.retained.push_back((page, hist));
+            }
+        }
+
+        /// Step 3.
+        fn propose(&mut self) -> Option<usize> {
+            let ranked = self.ranked();
+            if ranked.is_empty() {
+                let f = self.blocked.pop_front()?;
+                self.blocked.push_back(f);
+                return Some(f);
+            }
+            let walk: Vec<_> = match self.cursor {
+                Some(c) => ranked
+                    .iter()
+                    .filter(|&&key| key > c)
+                    .chain(ranked.iter().filter(|&&key| key <= c))
+                    .collect(),
+                None => ranked.iter().collect(),
+            };
+            let t = self.now + 1;
+            walk.iter().find(|&&&(_, last, _)| t - last > self.crp).or(walk.first()).map(|&&(_, _, f)| f)
+        }
+    }
+
     proptest! {
         /// Against a reference model with unbounded history: a pool of `c` frames over `2c - 1`
         /// pages that evicts on every miss once full. When a victim enters the retained history,
@@ -554,6 +659,94 @@ mod tests {
                 assert_eq!(ranked, state.order);
                 assert!(state.retained.len() <= capacity);
             });
+        }
+        /// LRU-K with the module docs' rejections (step 4): `InUse` and `SwizzledChildren` make
+        /// the rejected frame's key the cursor, history unchanged; `Root` takes the frame out of
+        /// the order (its hits still update its history; its eviction is retained);
+        /// `NotResident` and frees leave no history; evictions reset the cursor. `LruK` proposes
+        /// the same frames and keeps the same `HIST`, `LAST`, blocked list, cursor and retained
+        /// history on random pool histories, with K in 1..=3 and CRP in 0..3.
+        #[test]
+        fn r3_r4_matches_the_model_with_rejections(
+            k in 1usize..=3,
+            crp in 0u64..3,
+            (capacity, ops) in sim::scenario(10),
+        ) {
+            use sim::{Op, Outcome, Pool};
+            let policy = LruK::with_correlated_period(capacity, k, crp);
+            let mut pool = Pool::new(capacity);
+            let mut model = RejModel {
+                k,
+                crp,
+                limit: capacity,
+                now: 0,
+                res: std::collections::HashMap::new(),
+                blocked: std::collections::VecDeque::new(),
+                cursor: None,
+                retained: std::collections::VecDeque::new(),
+            };
+            for (t, &op) in ops.iter().enumerate() {
+                match op {
+                    Op::Fix(page) => {
+                        if let Some(f) = pool.frame_of(page) {
+                            model.hit(f);
+                            pool.fix(&policy, page);
+                        } else {
+                            let (f, victim) = match pool.pages.iter().position(Option::is_none) {
+                                Some(free) => (free, None),
+                                None => {
+                                    let v = model.propose().unwrap();
+                                    let evicted = pool.pages[v];
+                                    model.leave(v, true);
+                                    (v, evicted)
+                                }
+                            };
+                            model.load(f, page);
+                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
+                            prop_assert_eq!(pool.frame_of(page), Some(f));
+                        }
+                    }
+                    Op::Free(page) => {
+                        if let Some(f) = pool.frame_of(page) {
+                            model.leave(f, false);
+                        }
+                        sim::apply(&mut pool, &policy, op);
+                    }
+                    Op::Propose(outcome) => {
+                        let expected = model.propose();
+                        let proposal = pool.propose(&policy).map(FrameId::index);
+                        prop_assert_eq!(proposal, expected, "proposal at step {} ({:?})", t, op);
+                        if let Some(f) = proposal {
+                            match outcome {
+                                Outcome::Evict => model.leave(f, true),
+                                Outcome::Reject(Rejection::NotResident) => model.leave(f, false),
+                                Outcome::Reject(Rejection::InUse | Rejection::SwizzledChildren) => model.pass(f),
+                                Outcome::Reject(Rejection::Root) => model.block(f),
+                                Outcome::Ignore => {}
+                            }
+                            pool.answer(&policy, FrameId(f as u32), outcome);
+                        }
+                    }
+                }
+                let state = policy.state.lock();
+                let seen: Vec<(usize, Vec<u64>, u64)> = (0..capacity)
+                    .filter(|&f| pool.pages[f].is_some())
+                    .map(|f| (f, state.hist(f).to_vec(), state.last[f]))
+                    .collect();
+                let blocked = state.blocked.oldest_first(0);
+                let cursor = state.cursor;
+                let retained = state.retained.oldest_ids();
+                drop(state);
+                let want: Vec<(usize, Vec<u64>, u64)> = (0..capacity)
+                    .filter(|&f| pool.pages[f].is_some())
+                    .map(|f| (f, model.res[&f].1.clone(), model.res[&f].2))
+                    .collect();
+                prop_assert_eq!(seen, want, "histories after step {} ({:?})", t, op);
+                prop_assert_eq!(blocked, Vec::from(model.blocked.clone()), "blocked after step {} ({:?})", t, op);
+                prop_assert_eq!(cursor, model.cursor, "cursor after step {} ({:?})", t, op);
+                let want: Vec<u64> = model.retained.iter().map(|(p, _)| *p).collect();
+                prop_assert_eq!(retained, want, "retained after step {} ({:?})", t, op);
+            }
         }
     }
 }
