@@ -1397,3 +1397,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod model_tests;
