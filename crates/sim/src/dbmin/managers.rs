@@ -697,6 +697,7 @@ impl LocalManager {
             LocalPolicy::Lru => cands.min_by_key(|m| m.used),
             LocalPolicy::Mru => cands.max_by_key(|m| m.used),
             LocalPolicy::Lifo => cands.max_by_key(|m| m.loaded),
+            LocalPolicy::Hierarchical => cands.max_by_key(|m| self.frames.page[m.frame.ix()]),
         };
         m.map(|m| m.frame)
     }

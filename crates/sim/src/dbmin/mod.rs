@@ -23,6 +23,11 @@ pub enum LocalPolicy {
     Lifo,
     /// Any policy does (independent random): the simulator uses FIFO.
     Any,
+    /// Looping hierarchical with levels below the root worth keeping (Sec. 3.2.7): the upper
+    /// levels stay resident and the rest cycles through a scratch buffer. An index file's pages
+    /// are numbered level by level from the root, so the victim is the highest-numbered page
+    /// other than the one requested (decision D4).
+    Hierarchical,
 }
 
 /// A relation of the Wisconsin-like database (Table 3): its pages are numbered from 0.

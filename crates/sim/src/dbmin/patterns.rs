@@ -434,7 +434,7 @@ impl RefPattern {
     /// | LS | pages of the file | `Mru` |
     /// | IR | [`ir_ls_size`] | `Any` |
     /// | CR | Yao's pages of the largest cluster (footnote 9), rounded up | `Fifo` |
-    /// | LH | [`lh_ls_size`] | `Lifo` |
+    /// | LH | [`lh_ls_size`] | `Lifo` if at most 2 (root and scratch), else `Hierarchical` |
     pub fn locality_set(&self, beta: f64) -> LsSpec {
         let (size, policy) = match self {
             RefPattern::StraightSequential { .. }
@@ -456,7 +456,11 @@ impl RefPattern {
                 (yao(n, *pages as u64, largest).ceil() as u32, LocalPolicy::Fifo)
             }
             RefPattern::LoopingHierarchical { tree, k, .. } => {
-                (lh_ls_size(tree, *k, beta), LocalPolicy::Lifo)
+                let size = lh_ls_size(tree, *k, beta);
+                // D4: root and scratch only (2, or a one-page index) is the paper's LIFO case;
+                // kept levels below the root need the upper levels kept whatever the load order.
+                let policy = if size <= 2 { LocalPolicy::Lifo } else { LocalPolicy::Hierarchical };
+                (size, policy)
             }
         };
         LsSpec { size: size.max(1), policy }
@@ -559,7 +563,8 @@ mod tests {
             .all(|p| p[0] == 0 && (1..5).contains(&p[1]) && p[2] == 5 + (p[1] - 1) * 4 + (p[2] - 5) % 4));
         let leaves: BTreeSet<u32> = refs.chunks(3).map(|p| p[2]).collect();
         assert_eq!(leaves, (5..21).collect());
-        assert_eq!(lh.locality_set(2.0), LsSpec { size: 6, policy: LocalPolicy::Lifo });
+        assert_eq!(lh.locality_set(2.0), LsSpec { size: 6, policy: LocalPolicy::Hierarchical });
+        assert_eq!(lh.locality_set(3.0), LsSpec { size: 2, policy: LocalPolicy::Lifo });
     }
 
     #[test]

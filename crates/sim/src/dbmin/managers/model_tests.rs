@@ -164,6 +164,7 @@ impl Model {
             LocalPolicy::Lru => others.min_by_key(|m| m.used),
             LocalPolicy::Mru => others.max_by_key(|m| m.used),
             LocalPolicy::Lifo => others.max_by_key(|m| m.loaded),
+            LocalPolicy::Hierarchical => others.max_by_key(|m| m.page),
         };
         m.expect("r > l >= 1 leaves another page").page
     }
@@ -253,7 +254,8 @@ enum Step {
     Close(u16),
 }
 
-const POLICIES: [LocalPolicy; 6] = [
+const POLICIES: [LocalPolicy; 7] = [
+    LocalPolicy::Hierarchical,
     LocalPolicy::Single,
     LocalPolicy::Fifo,
     LocalPolicy::Lru,
@@ -373,4 +375,94 @@ proptest! {
         let _ = replay(seed, queries, pages, 300);
 
     }
+}
+
+/// Faults of a looping hierarchical string under the paper's LH locality set (Sec. 3.2.7): the
+/// root and the pages of levels `1..=j` stay resident once read, the levels below cycle through
+/// one scratch buffer.
+fn lh_paper_faults(tree: &crate::dbmin::patterns::Tree, j: u32, refs: &[u32]) -> (u64, Vec<u32>, u64) {
+    let kept_end: u64 = (0..=j).map(|l| tree.width(l)).sum();
+    let mut kept: Vec<u32> = Vec::new();
+    let mut scratch: Option<u32> = None;
+    let mut faults = 0;
+    for &p in refs {
+        if (p as u64) < kept_end {
+            if !kept.contains(&p) {
+                kept.push(p);
+                faults += 1;
+            }
+        } else if scratch != Some(p) {
+            scratch = Some(p);
+            faults += 1;
+        }
+    }
+    kept.sort_unstable();
+    (faults, kept, kept_end)
+}
+
+/// Replays one pattern's string through DBMIN with the pattern's own locality set (as the
+/// trace's open event would carry it); returns the set's faults and the pages left in it.
+fn dbmin_faults(pattern: &crate::dbmin::patterns::RefPattern, beta: f64) -> (u64, Vec<u32>) {
+    let spec = pattern.locality_set(beta);
+    let mut m = LocalManager::new(LocalKind::Dbmin, spec.size + 2);
+    assert!(m.query_start(0, &trace()));
+    assert!(m.open(0, FileInstance(0), spec.size, spec.policy));
+    let mut faults = 0;
+    for p in pattern.references().unwrap() {
+        // A fault of the locality set: the page is not in it (read, or reclaimed from the free
+        // list, which with spare frames may still hold it).
+        if m.owner_of(gp(p)) != Some((0, 0)) {
+            faults += 1;
+        }
+        if let Access::Miss { frame, .. } = m.request(0, FileInstance(0), gp(p), false, 0) {
+            m.read_done(frame);
+        }
+    }
+    let set = &m.sets[&(0, 0)];
+    let mut pages: Vec<u32> =
+        set.members.iter().map(|mb| m.frames.page[mb.frame.ix()].unwrap().page.page).collect();
+    pages.sort_unstable();
+    (faults, pages)
+}
+
+/// D4 / Sec. 3.2.7: an LH locality set keeps the upper levels and cycles the rest through a
+/// scratch buffer. By hand: tree f = 4, h = 2, one entry a leaf, all 16 keys probed, β = 2:
+/// l = 1 + 4 + 1 = 6; the paper's set reads the root once, the 4 level-1 pages once and each of
+/// the 16 leaves once: 21 faults, and ends holding pages 0..=4 and the last leaf. Where a leaf
+/// holds several keys, the spare buffers before the upper levels are all read may save a few
+/// faults, never add one: at most the paper's count. With LIFO
+/// the leaves of the first probes were loaded before the later level-1 pages and stayed, so
+/// the later level-1 pages were re-read at nearly every probe (seed 0: 27 faults of the set).
+#[test]
+fn d4_lh_keeps_the_upper_levels_and_cycles_one_scratch_buffer() {
+    use crate::dbmin::patterns::{RefPattern, Tree};
+    let cases = [
+        (Tree { fanout: 4, height: 2, entries_per_leaf: 1 }, 16, 2.0, 1),
+        (Tree { fanout: 3, height: 3, entries_per_leaf: 2 }, 54, 4.0, 2),
+        (Tree { fanout: 5, height: 2, entries_per_leaf: 3 }, 60, 3.0, 1),
+        // Only the root worth keeping: LIFO with root and scratch, the paper's own choice.
+        (Tree { fanout: 4, height: 2, entries_per_leaf: 1 }, 16, 3.0, 0),
+    ];
+    for (tree, k, beta, j) in cases {
+        for seed in 0..10 {
+            let lh = RefPattern::LoopingHierarchical { tree, k, seed };
+            let refs = lh.references().unwrap();
+            let (want, kept, kept_end) = lh_paper_faults(&tree, j, &refs);
+            let (got, set) = dbmin_faults(&lh, beta);
+            // Until every kept page has been read, the set's spare buffers hold deeper pages
+            // too, which can only save faults: exact when no leaf is probed twice.
+            if tree.entries_per_leaf == 1 {
+                assert_eq!(got, want, "faults of {tree:?}, k = {k}, beta = {beta}, seed {seed}");
+            } else {
+                assert!(
+                    got <= want,
+                    "faults of {tree:?}, k = {k}, beta = {beta}, seed {seed}: {got} > {want}"
+                );
+            }
+            let upper: Vec<u32> = set.iter().copied().filter(|&p| (p as u64) < kept_end).collect();
+            assert_eq!(upper, kept, "the upper levels stay in the set ({tree:?}, seed {seed})");
+        }
+    }
+    let by_hand = RefPattern::LoopingHierarchical { tree: cases[0].0, k: 16, seed: 0 };
+    assert_eq!(dbmin_faults(&by_hand, 2.0).0, 21);
 }
