@@ -149,24 +149,26 @@ impl Tree {
         Ok(())
     }
 
-    /// Pages at `level` (`fanout^level`).
+    /// Pages at `level` (`fanout^level`, saturating at `u64::MAX`).
     pub fn width(&self, level: u32) -> u64 {
-        (self.fanout as u64).pow(level)
+        (self.fanout as u64).saturating_pow(level)
     }
 
-    /// Leaves of the tree.
+    /// Leaves of the tree (saturating).
     pub fn leaves(&self) -> u64 {
         self.width(self.height)
     }
 
-    /// Key-pointer pairs in the leaves.
+    /// Key-pointer pairs in the leaves (saturating).
     pub fn entries(&self) -> u64 {
-        self.leaves() * self.entries_per_leaf as u64
+        self.leaves().saturating_mul(self.entries_per_leaf as u64)
     }
 
-    /// Pages of the whole tree.
+    /// Pages of the whole tree, `u32::MAX` for a tree too large to number (which
+    /// [`RefPattern::references`] rejects).
     pub fn pages(&self) -> u32 {
-        (0..=self.height).map(|l| self.width(l)).sum::<u64>() as u32
+        let total = (0..=self.height).fold(0u64, |sum, l| sum.saturating_add(self.width(l)));
+        total.min(u32::MAX as u64) as u32
     }
 
     /// The page at `level` on the path from the root to leaf `leaf`.
@@ -197,7 +199,7 @@ pub fn lh_ls_size(tree: &Tree, k: u64, beta: f64) -> u32 {
         .take_while(|b| residual_value(k, *b) > beta)
         .map(|b| b.ceil() as u32)
         .collect();
-    1 + kept.iter().sum::<u32>() + 1
+    kept.iter().fold(2u32, |sum, &b| sum.saturating_add(b))
 }
 
 /// One QLSM reference pattern over one file, with the parameters that fix its reference string.
@@ -626,6 +628,19 @@ mod tests {
         assert_eq!(refs[0..3], refs[3..6]);
         // Yao for 3 of 20 records on 10 pages: 10 (1 - 18/20 * 17/19 * 16/18) = 2.84..., so 3.
         assert_eq!(cr.locality_set(BETA), LsSpec { size: 3, policy: LocalPolicy::Fifo });
+    }
+
+    /// Sizing a pattern over a tree too large to number (which `references` rejects) gives a
+    /// size, not an arithmetic overflow: f = 2^16, h = 5 has 2^80 leaves.
+    #[test]
+    fn d4_sizes_of_trees_too_large_are_not_overflows() {
+        let huge = Tree { fanout: 1 << 16, height: 5, entries_per_leaf: 1 << 20 };
+        assert_eq!(huge.width(5), u64::MAX);
+        assert_eq!(huge.pages(), u32::MAX);
+        let lh = RefPattern::LoopingHierarchical { tree: huge, k: 1000, seed: 0 };
+        assert!(matches!(lh.references(), Err(PatternError::TreeTooLarge { .. })));
+        assert!(lh.locality_set(BETA).size >= 1);
+        assert!(lh.locality_set(0.0).size >= 1);
     }
 
     #[test]

@@ -409,7 +409,7 @@ pub fn validate(config: &Config, traces: &[QueryTrace]) -> Result<(), DbminError
                 return Err(too_small(
                     peak,
                     "the sum of its open locality sets, which DBMIN keeps below N",
-                    peak + 1,
+                    peak.saturating_add(1),
                 ))
             }
             Algorithm::Hot if tr.hot_set > n => return Err(too_small(tr.hot_set, "its hot set", tr.hot_set)),
@@ -419,7 +419,8 @@ pub fn validate(config: &Config, traces: &[QueryTrace]) -> Result<(), DbminError
     Ok(())
 }
 
-/// Checks one trace; returns its largest locality set and the peak sum of open ones.
+/// Checks one trace; returns its largest locality set and the peak sum of open ones (saturating
+/// at `u32::MAX`, which no pool reaches).
 fn check_trace(tr: &QueryTrace) -> Result<(u32, u32), DbminError> {
     let bad = |event, reason| DbminError::BadTrace { query: tr.query, event, reason };
     let mut open: HashMap<u16, u32> = HashMap::new();
@@ -434,7 +435,7 @@ fn check_trace(tr: &QueryTrace) -> Result<(u32, u32), DbminError> {
                     return Err(bad(i, "the instance is already open"));
                 }
                 largest = largest.max(*ls_size);
-                peak = peak.max(open.values().sum());
+                peak = peak.max(open.values().fold(0u32, |sum, &l| sum.saturating_add(l)));
             }
             Event::Ref { file, cpu_us, .. } | Event::Close { file, cpu_us } => {
                 if !open.contains_key(&file.0) {
@@ -1341,6 +1342,37 @@ mod tests {
         let mut bad = traces();
         bad[0].events.remove(0);
         assert!(matches!(run(&small(Algorithm::Hot, 2), &bad), Err(DbminError::BadTrace { event: 0, .. })));
+    }
+
+    /// DS17: locality sets whose sum passes `u32::MAX` are a `BufferTooSmall` error, not an
+    /// arithmetic overflow (query I's trace with two more instances of `u32::MAX - 1` pages open
+    /// from its start to its end).
+    #[test]
+    fn ds17_huge_locality_sets_are_errors_not_overflows() {
+        let mut tr = traces();
+        let t = &mut tr[0];
+        for file in [90, 91] {
+            let open = Event::Open {
+                file: FileInstance(file),
+                relation: RelationId(1),
+                ls_size: u32::MAX - 1,
+                policy: LocalPolicy::Any,
+            };
+            t.events.insert(0, open);
+            t.events.push(Event::Close { file: FileInstance(file), cpu_us: t.cpu_us });
+        }
+        let mut c = small(Algorithm::Dbmin, 2);
+        c.buffers = u32::MAX;
+        assert!(matches!(
+            validate(&c, &tr),
+            Err(DbminError::BufferTooSmall { query: QueryType::I, needed: u32::MAX, min: u32::MAX, .. })
+        ));
+        c.algorithm = Algorithm::Hot;
+        c.buffers = 100;
+        assert!(matches!(
+            validate(&c, &tr),
+            Err(DbminError::BufferTooSmall { query: QueryType::I, needed, .. }) if needed == u32::MAX - 1
+        ));
     }
 
     /// A query that builds a hash table of `k` pages (writing each) and probes it `rounds` times.
