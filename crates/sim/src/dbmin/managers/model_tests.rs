@@ -466,3 +466,78 @@ fn d4_lh_keeps_the_upper_levels_and_cycles_one_scratch_buffer() {
     let by_hand = RefPattern::LoopingHierarchical { tree: cases[0].0, k: 16, seed: 0 };
     assert_eq!(dbmin_faults(&by_hand, 2.0).0, 21);
 }
+
+/// Faults of an MRU set of `l` buffers on a string (textbook MRU: on a fault with the set full,
+/// the most recently used page leaves).
+fn mru_faults(l: usize, refs: &[u32]) -> u64 {
+    let mut set: Vec<u32> = Vec::new();
+    let mut faults = 0;
+    for &p in refs {
+        if let Some(i) = set.iter().position(|&x| x == p) {
+            set.remove(i);
+        } else {
+            faults += 1;
+            if set.len() == l {
+                set.pop();
+            }
+        }
+        set.push(p);
+    }
+    faults
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// D1 / Sec. 3.2.2: a CS or H/CS locality set of the largest cluster's pages, FIFO, reads
+    /// every page exactly once (the paper: FIFO or LRU "give the minimum number of faults given
+    /// enough space"); SS and H/SS (one buffer) read each page once too.
+    #[test]
+    fn d1_sequential_sets_fault_once_per_page(
+        per_page in 1u32..6,
+        clusters in proptest::collection::vec((1u32..12, 1u32..4), 1..8),
+        first in 0u64..4,
+    ) {
+        use crate::dbmin::patterns::{RefPattern, Tree, BETA};
+        let tree = Tree { fanout: 4, height: 2, entries_per_leaf: per_page };
+        let pairs: u64 = clusters.iter().map(|c| c.0 as u64).sum();
+        let mut patterns = vec![
+            RefPattern::ClusteredSequential { per_page, clusters: clusters.clone() },
+            RefPattern::StraightSequential { pages: clusters.len() as u32 + 3 },
+            RefPattern::HierarchicalStraight { tree, first, leaves: 16 - first },
+        ];
+        if pairs <= 16 * per_page as u64 {
+            patterns.push(RefPattern::HierarchicalClustered { tree, clusters: clusters.clone() });
+        }
+        for p in patterns {
+            let refs = p.references().unwrap();
+            let mut distinct = refs.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            prop_assert_eq!(dbmin_faults(&p, BETA).0, distinct.len() as u64, "{:?}", p);
+        }
+    }
+
+    /// Sec. 3.2.3: a looping sequential set of the whole file reads each page once; given fewer
+    /// buffers (as a smaller l would), MRU's faults are the textbook MRU model's.
+    #[test]
+    fn ls_whole_file_faults_once_and_mru_matches_the_textbook(pages in 1u32..20, loops in 1u32..5, less in 0u32..20) {
+        use crate::dbmin::patterns::{RefPattern, BETA};
+        let p = RefPattern::LoopingSequential { pages, loops };
+        let spec = p.locality_set(BETA);
+        prop_assert_eq!(spec.size, pages);
+        prop_assert_eq!(dbmin_faults(&p, BETA).0, pages as u64);
+        let l = pages.saturating_sub(less).max(1);
+        let mut m = LocalManager::new(LocalKind::Dbmin, l + 2);
+        m.query_start(0, &trace());
+        m.open(0, FileInstance(0), l, spec.policy);
+        let refs = p.references().unwrap();
+        let mut faults = 0;
+        for &r in &refs {
+            faults += u64::from(m.owner_of(gp(r)) != Some((0, 0)));
+            if let Access::Miss { frame, .. } = m.request(0, FileInstance(0), gp(r), false, 0) {
+                m.read_done(frame);
+            }
+        }
+        prop_assert_eq!(faults, mru_faults(l as usize, &refs));
+    }
+}
