@@ -541,3 +541,117 @@ proptest! {
         prop_assert_eq!(faults, mru_faults(l as usize, &refs));
     }
 }
+
+/// RAND's neighbours: FIFO and CLOCK as textbooks and DS8 state them, over `n` frames, with
+/// reads completing at once. CLOCK: reference bit set on load and hit; from the hand, a set bit
+/// is cleared and passed; the first sweep (n frames) passes an unreferenced dirty page once,
+/// scheduling its write, and takes the first unreferenced clean page (or dirty page already
+/// scheduled); the second sweep takes the first unreferenced page.
+struct GlobalModel {
+    clock: bool,
+    frame: Vec<Option<u32>>,
+    dirty: Vec<bool>,
+    scheduled: Vec<bool>,
+    bit: Vec<bool>,
+    hand: usize,
+    order: VecDeque<usize>,
+    writes: Vec<u32>,
+}
+
+impl GlobalModel {
+    fn new(clock: bool, n: usize) -> GlobalModel {
+        GlobalModel {
+            clock,
+            frame: vec![None; n],
+            dirty: vec![false; n],
+            scheduled: vec![false; n],
+            bit: vec![false; n],
+            hand: 0,
+            order: VecDeque::new(),
+            writes: Vec::new(),
+        }
+    }
+
+    fn victim(&mut self) -> usize {
+        let n = self.frame.len();
+        if !self.clock {
+            return self.order.pop_front().unwrap();
+        }
+        for step in 0..2 * n {
+            let f = self.hand;
+            self.hand = (f + 1) % n;
+            if self.bit[f] {
+                self.bit[f] = false;
+            } else if step < n && self.dirty[f] && !self.scheduled[f] {
+                self.scheduled[f] = true;
+                self.writes.push(self.frame[f].unwrap());
+            } else {
+                return f;
+            }
+        }
+        unreachable!("the second sweep finds every bit clear")
+    }
+
+    fn request(&mut self, page: u32, write: bool) -> MAccess {
+        if let Some(f) = self.frame.iter().position(|&p| p == Some(page)) {
+            self.bit[f] = true;
+            self.dirty[f] |= write;
+            return MAccess::Hit;
+        }
+        let f = match self.frame.iter().position(|p| p.is_none()) {
+            Some(f) => f,
+            None => self.victim(),
+        };
+        let write_back = self.frame[f].filter(|_| self.dirty[f]);
+        self.frame[f] = Some(page);
+        self.dirty[f] = write;
+        self.scheduled[f] = false;
+        self.bit[f] = true;
+        self.order.push_back(f);
+        MAccess::Miss { frame: f, write_back }
+    }
+
+    fn write_done(&mut self, page: u32) {
+        if let Some(f) = self.frame.iter().position(|&p| p == Some(page)) {
+            self.dirty[f] = false;
+            self.scheduled[f] = false;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// DS8: FIFO and CLOCK against the models on random strings with writes and write
+    /// completions: every answer, frame, write-back and scheduled write agrees.
+    #[test]
+    fn ds8_fifo_and_clock_match_textbook_models(
+        n in 1usize..7,
+        refs in proptest::collection::vec((0u32..12, any::<bool>(), 0u8..4), 1..300),
+    ) {
+        for (kind, clock) in [(GlobalKind::Fifo, false), (GlobalKind::Clock, true)] {
+            let mut m = GlobalManager::new(kind, n as u32, 0);
+            let mut model = GlobalModel::new(clock, n);
+            let mut pending: VecDeque<u32> = VecDeque::new();
+            for (i, &(page, write, done)) in refs.iter().enumerate() {
+                if done == 0 {
+                    if let Some(p) = pending.pop_front() {
+                        m.write_done(gp(p));
+                        model.write_done(p);
+                    }
+                }
+                let got = match m.request(0, FileInstance(0), gp(page), write, 0) {
+                    Access::Hit => MAccess::Hit,
+                    Access::Miss { frame, write_back } => {
+                        m.read_done(frame);
+                        MAccess::Miss { frame: frame.ix(), write_back: write_back.map(|p| p.page.page) }
+                    }
+                    other => panic!("{other:?}"),
+                };
+                prop_assert_eq!(got, model.request(page, write), "{:?} step {}", kind, i);
+                let writes: Vec<u32> = m.drain_async_writes().iter().map(|p| p.page.page).collect();
+                prop_assert_eq!(&writes, &std::mem::take(&mut model.writes), "{:?} step {}", kind, i);
+                pending.extend(writes);
+            }
+        }
+    }
+}
