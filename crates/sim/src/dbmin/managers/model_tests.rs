@@ -54,6 +54,10 @@ struct Model {
     wait: VecDeque<usize>,
     clock: u64,
     writes: Vec<u32>,
+    /// HOT (DS5) instead of DBMIN: one LRU pool per query of its hot-set size, admission at the
+    /// start when nobody waits and Σ hot sets ≤ N, a full pool replacing within itself when no
+    /// frame is free.
+    hot: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -77,7 +81,19 @@ impl Model {
             wait: VecDeque::new(),
             clock: 0,
             writes: Vec::new(),
+            hot: false,
         }
+    }
+
+    /// HOT: a new query with hot set `h`; whether it is admitted now.
+    fn start_hot(&mut self, q: usize, h: usize) -> bool {
+        let admit = self.wait.is_empty() && self.sum_l() + h <= self.n;
+        self.sets.insert((q, 0), MSet { l: h, policy: LocalPolicy::Lru, members: Vec::new() });
+        self.active.insert(q, admit);
+        if !admit {
+            self.wait.push_back(q);
+        }
+        admit
     }
 
     fn sum_l(&self) -> usize {
@@ -115,7 +131,8 @@ impl Model {
     fn activate_waiting(&mut self) -> Vec<usize> {
         let mut out = Vec::new();
         while let Some(&q) = self.wait.front() {
-            if self.sum_l() + self.demand(q) >= self.n {
+            let total = self.sum_l() + self.demand(q);
+            if (!self.hot && total >= self.n) || (self.hot && total > self.n) {
                 break;
             }
             self.wait.pop_front();
@@ -199,6 +216,10 @@ impl Model {
                 }
             }
             return MAccess::Hit;
+        }
+        if self.hot && self.free.is_empty() {
+            let v = self.victim(key, u32::MAX);
+            self.release(v);
         }
         let f = self.free.pop_front().expect("Σ l < N leaves a free frame");
         let mut write_back = None;
@@ -294,14 +315,35 @@ fn trace() -> QueryTrace {
 /// Replays random scripts of `queries` concurrent queries (each slot starts a new query when
 /// its script ends) through DBMIN and the model.
 fn replay(seed: u64, queries: usize, pages: u32, steps: usize) -> ManagerStats {
+    replay_kind(false, seed, queries, pages, steps)
+}
+
+/// A query with hot set `h` (HOT reads only `hot_set` from the trace).
+fn hot_trace(h: usize) -> QueryTrace {
+    QueryTrace { hot_set: h as u32, ..trace() }
+}
+
+/// As [`replay`], for DBMIN or (`hot`) for HOT, whose queries have hot sets of 1 to 5 and
+/// ignore the scripts' opens and closes.
+fn replay_kind(hot: bool, seed: u64, queries: usize, pages: u32, steps: usize) -> ManagerStats {
     let n = 8;
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut m = LocalManager::new(LocalKind::Dbmin, n as u32);
+    let kind = if hot { LocalKind::Hot } else { LocalKind::Dbmin };
+    let mut m = LocalManager::new(kind, n as u32);
     let mut model = Model::new(n);
+    model.hot = hot;
     let mut scripts: Vec<VecDeque<Step>> = Vec::new();
+    let start = |q: usize, m: &mut LocalManager, model: &mut Model, rng: &mut SmallRng| {
+        if hot {
+            let h = rng.gen_range(1..=5);
+            assert_eq!(m.query_start(q, &hot_trace(h)), model.start_hot(q, h), "admission of {q}");
+        } else {
+            assert!(m.query_start(q, &trace()));
+            model.active.insert(q, true);
+        }
+    };
     for q in 0..queries {
-        assert!(m.query_start(q, &trace()));
-        model.active.insert(q, true);
+        start(q, &mut m, &mut model, &mut rng);
         scripts.push(script(&mut rng, pages).into());
     }
     let mut pending: VecDeque<GlobalPage> = VecDeque::new();
@@ -320,11 +362,11 @@ fn replay(seed: u64, queries: usize, pages: u32, steps: usize) -> ManagerStats {
             None => {
                 let got = m.query_end(q);
                 let want = model.end(q);
-                assert!(m.query_start(q, &trace()));
-                model.active.insert(q, true);
+                start(q, &mut m, &mut model, &mut rng);
                 scripts[q] = script(&mut rng, pages).into();
                 (got, want)
             }
+            Some(Step::Open(..) | Step::Close(_)) if hot => (Vec::new(), Vec::new()),
             Some(Step::Open(f, l, policy)) => {
                 let got = m.open(q, FileInstance(f), l as u32, policy);
                 let want = model.open(q, f, l, policy);
@@ -333,6 +375,7 @@ fn replay(seed: u64, queries: usize, pages: u32, steps: usize) -> ManagerStats {
             }
             Some(Step::Close(f)) => (m.close(q, FileInstance(f)), model.close(q, f)),
             Some(Step::Ref(f, page, write)) => {
+                let f = if hot { 0 } else { f };
                 let got = m.request(q, FileInstance(f), gp(page), write, 0);
                 let want = model.request(q, f, page, write);
                 let got = match got {
@@ -368,8 +411,27 @@ fn ds2_ds3_dbmin_matches_the_paper_model_on_fixed_seeds() {
     assert!(suspensions > 20 && reclaims > 100, "{suspensions} suspensions, {reclaims} reclaims");
 }
 
+#[test]
+fn ds5_hot_matches_the_model_on_fixed_seeds() {
+    let (mut deferred, mut activations, mut reclaims) = (0, 0, 0);
+    for seed in 0..40 {
+        let stats = replay_kind(true, seed, 4, 10, 400);
+        deferred += stats.deferred;
+        activations += stats.activations;
+        reclaims += stats.reclaims;
+    }
+    // The scripts reach HOT's deferred admissions, their activations and the free list.
+    assert!(deferred > 20 && activations > 20 && reclaims > 100, "{deferred} {activations} {reclaims}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// DS5: HOT against the same model with one LRU pool per query of its hot-set size.
+    #[test]
+    fn ds5_hot_matches_the_model(seed in any::<u64>(), queries in 1usize..5, pages in 2u32..16) {
+        let _ = replay_kind(true, seed, queries, pages, 300);
+    }
+
     #[test]
     fn ds2_ds3_dbmin_matches_the_paper_model(seed in any::<u64>(), queries in 1usize..5, pages in 2u32..16) {
         let _ = replay(seed, queries, pages, 300);
