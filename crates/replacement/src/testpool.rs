@@ -210,6 +210,78 @@ pub(crate) fn apply(pool: &mut Pool, policy: &dyn Policy, op: Op) {
     }
 }
 
+/// A reference model of a policy, by page number, that [`replay_with_model`] drives beside the
+/// policy through a pool history with rejections, removals and frees.
+pub(crate) trait PageModel {
+    /// A fix of the resident `page`.
+    fn hit(&mut self, page: u64);
+    /// `page` is loaded into a free frame.
+    fn load(&mut self, page: u64);
+    /// The page the policy must propose next (`None`: none).
+    fn propose(&mut self) -> Option<u64>;
+    /// `page` leaves the pool: evicted, or not (a free, or a proposal refused as `NotResident`).
+    fn leave(&mut self, page: u64, evicted: bool);
+    /// The proposal of `page` was refused as `InUse`, `SwizzledChildren` or `Root`.
+    fn refused(&mut self, page: u64, why: Rejection);
+}
+
+/// Plays `ops` on `policy` (built for `capacity` frames) and on `model` side by side: a miss
+/// into a full pool evicts the page the model proposes, and every proposal must be the
+/// model's page; `check(pool, model, step, op)` compares their states after every step.
+pub(crate) fn replay_with_model<M: PageModel>(
+    capacity: usize,
+    ops: &[Op],
+    policy: &dyn Policy,
+    model: &mut M,
+    mut check: impl FnMut(&Pool, &M, usize, Op) -> Result<(), TestCaseError>,
+) -> Result<(), TestCaseError> {
+    let mut pool = Pool::new(capacity);
+    for (t, &op) in ops.iter().enumerate() {
+        match op {
+            Op::Fix(page) => {
+                if pool.frame_of(page).is_some() {
+                    model.hit(page);
+                    pool.fix(policy, page);
+                } else {
+                    let victim = if pool.resident() == capacity {
+                        let v = model.propose();
+                        model.leave(v.expect("a full pool has a victim"), true);
+                        v
+                    } else {
+                        None
+                    };
+                    model.load(page);
+                    prop_assert_eq!(pool.fix(policy, page), victim, "victim at step {} ({:?})", t, op);
+                }
+            }
+            Op::Free(page) => {
+                if pool.frame_of(page).is_some() {
+                    model.leave(page, false);
+                }
+                apply(&mut pool, policy, op);
+            }
+            Op::Propose(outcome) => {
+                let expected = model.propose();
+                let proposal = pool.propose(policy);
+                let proposed =
+                    proposal.map(|f| pool.pages[f.index()].expect("a proposed frame holds a page"));
+                prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
+                if let (Some(frame), Some(x)) = (proposal, proposed) {
+                    match outcome {
+                        Outcome::Evict => model.leave(x, true),
+                        Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
+                        Outcome::Reject(why) => model.refused(x, why),
+                        Outcome::Ignore => {}
+                    }
+                    pool.answer(policy, frame, outcome);
+                }
+            }
+        }
+        check(&pool, model, t, op)?;
+    }
+    Ok(())
+}
+
 /// Serves `trace` as a pool of `capacity` frames that evicts one page per miss, only when every
 /// frame is taken, and never rejects. Returns, per request, whether it hit and which page was
 /// evicted for it.

@@ -585,9 +585,8 @@ mod tests {
         /// same clocks, bits, ghosts, p and blocked list on random pool histories.
         #[test]
         fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
-            use sim::{Op, Outcome, Pool};
+
             let policy = Car::new(capacity);
-            let mut pool = Pool::new(capacity);
             let mut model = RejModel {
                 c: capacity,
                 p: 0,
@@ -599,47 +598,7 @@ mod tests {
                 blocked: VecDeque::new(),
                 passed: [0, 0],
             };
-            for (t, &op) in ops.iter().enumerate() {
-                match op {
-                    Op::Fix(page) => {
-                        if pool.frame_of(page).is_some() {
-                            model.referenced.insert(page);
-                            pool.fix(&policy, page);
-                        } else {
-                            let victim = if pool.resident() == capacity {
-                                let v = model.propose();
-                                model.leave(v.unwrap(), true);
-                                v
-                            } else {
-                                None
-                            };
-                            model.load(page);
-                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
-                        }
-                    }
-                    Op::Free(page) => {
-                        if pool.frame_of(page).is_some() {
-                            model.leave(page, false);
-                        }
-                        sim::apply(&mut pool, &policy, op);
-                    }
-                    Op::Propose(outcome) => {
-                        let expected = model.propose();
-                        let proposal = pool.propose(&policy);
-                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
-                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
-                        if let (Some(frame), Some(x)) = (proposal, proposed) {
-                            match outcome {
-                                Outcome::Evict => model.leave(x, true),
-                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
-                                Outcome::Reject(Rejection::InUse | Rejection::SwizzledChildren) => model.pass(x),
-                                Outcome::Reject(Rejection::Root) => model.block(x),
-                                Outcome::Ignore => {}
-                            }
-                            pool.answer(&policy, frame, outcome);
-                        }
-                    }
-                }
+            sim::replay_with_model(capacity, &ops, &policy, &mut model, |pool, model, t, op| {
                 let state = policy.state.lock();
                 let seen = (
                     state.lists.page_ids(false),
@@ -664,6 +623,30 @@ mod tests {
                 let bits: Vec<bool> = listed.iter().map(|&x| pool.hooks[pool.frame_of(x).unwrap()].get() != 0).collect();
                 let want: Vec<bool> = listed.iter().map(|x| model.referenced.contains(x)).collect();
                 prop_assert_eq!(bits, want, "bits after step {} ({:?})", t, op);
+                Ok(())
+            })?;
+        }
+    }
+
+    /// The model as [`sim::replay_with_model`] drives it.
+    impl sim::PageModel for RejModel {
+        fn hit(&mut self, page: u64) {
+            self.referenced.insert(page);
+        }
+        fn load(&mut self, page: u64) {
+            RejModel::load(self, page);
+        }
+        fn propose(&mut self) -> Option<u64> {
+            RejModel::propose(self)
+        }
+        fn leave(&mut self, page: u64, evicted: bool) {
+            RejModel::leave(self, page, evicted);
+        }
+        fn refused(&mut self, page: u64, why: Rejection) {
+            match why {
+                Rejection::InUse | Rejection::SwizzledChildren => self.pass(page),
+                Rejection::Root => self.block(page),
+                Rejection::NotResident => unreachable!("a refusal as NotResident is a removal"),
             }
         }
     }

@@ -616,7 +616,7 @@ mod tests {
 
     use super::*;
     use crate::testpool::TestHooks;
-    use crate::testpool::{self as sim, Op, Outcome, Pool};
+    use crate::testpool::{self as sim, Pool};
 
     fn clock(policy: &ClockPro) -> Vec<usize> {
         policy.state.lock().clock.oldest_first()
@@ -1233,55 +1233,11 @@ mod tests {
         #[test]
         fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
             let policy = ClockPro::new(capacity);
-            let mut pool = Pool::new(capacity);
             let mut model = Model::new(capacity);
-            for (t, &op) in ops.iter().enumerate() {
-                match op {
-                    Op::Fix(page) => {
-                        if pool.frame_of(page).is_some() {
-                            model.referenced.insert(page);
-                            pool.fix(&policy, page);
-                        } else {
-                            let victim = if pool.resident() == capacity {
-                                let v = model.propose();
-                                model.leave(v.unwrap(), true);
-                                v
-                            } else {
-                                None
-                            };
-                            model.load(page);
-                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
-                        }
-                    }
-                    Op::Free(page) => {
-                        if pool.frame_of(page).is_some() {
-                            model.leave(page, false);
-                        }
-                        sim::apply(&mut pool, &policy, op);
-                    }
-                    Op::Propose(outcome) => {
-                        let expected = model.propose();
-                        let proposal = pool.propose(&policy);
-                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
-                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
-                        if let (Some(frame), Some(x)) = (proposal, proposed) {
-                            match outcome {
-                                Outcome::Evict => model.leave(x, true),
-                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
-                                Outcome::Reject(Rejection::InUse) => {
-                                    model.referenced.insert(x);
-                                }
-                                Outcome::Reject(Rejection::SwizzledChildren) => model.skip(x),
-                                Outcome::Reject(Rejection::Root) => model.block(x),
-                                Outcome::Ignore => {}
-                            }
-                            pool.answer(&policy, frame, outcome);
-                        }
-                    }
-                }
+            sim::replay_with_model(capacity, &ops, &policy, &mut model, |pool, model, t, op| {
                 let clock: Vec<(u64, Kind)> = model.clock.iter().map(|&p| (p, model.kind[&p])).collect();
                 let hands = [model.hot_hand, model.cold_hand, model.test_hand];
-                prop_assert_eq!(seen(&policy, &pool), (clock.clone(), hands, model.mc), "after step {} ({:?})", t, op);
+                prop_assert_eq!(seen(&policy, pool), (clock.clone(), hands, model.mc), "after step {} ({:?})", t, op);
                 let state = policy.state.lock();
                 let blocked: Vec<u64> = state.blocked.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
                 let stuck = state.stuck;
@@ -1296,6 +1252,33 @@ mod tests {
                 let want: Vec<bool> =
                     clock.iter().filter(|(_, k)| *k != Kind::Test).map(|(p, _)| model.referenced.contains(p)).collect();
                 prop_assert_eq!(bits, want, "reference bits after step {} ({:?})", t, op);
+                Ok(())
+            })?;
+        }
+    }
+
+    /// The model as [`sim::replay_with_model`] drives it.
+    impl sim::PageModel for Model {
+        fn hit(&mut self, page: u64) {
+            self.referenced.insert(page);
+        }
+        fn load(&mut self, page: u64) {
+            Model::load(self, page);
+        }
+        fn propose(&mut self) -> Option<u64> {
+            Model::propose(self)
+        }
+        fn leave(&mut self, page: u64, evicted: bool) {
+            Model::leave(self, page, evicted);
+        }
+        fn refused(&mut self, page: u64, why: Rejection) {
+            match why {
+                Rejection::InUse => {
+                    self.referenced.insert(page);
+                }
+                Rejection::SwizzledChildren => self.skip(page),
+                Rejection::Root => self.block(page),
+                Rejection::NotResident => unreachable!("a refusal as NotResident is a removal"),
             }
         }
     }

@@ -453,7 +453,7 @@ mod tests {
 
     use super::*;
     use crate::testpool::TestHooks;
-    use crate::testpool::{self as sim, Op, Outcome, Pool};
+    use crate::testpool::{self as sim, Pool};
 
     /// The blocks of the example, A..E, as the simulated pool's pages 0..4.
     fn block(name: char) -> u64 {
@@ -1039,60 +1039,43 @@ mod tests {
         #[test]
         fn r3_r4_matches_the_model_with_rejections((capacity, ops) in sim::scenario(10)) {
             let policy = Lirs::new(capacity);
-            let mut pool = Pool::new(capacity);
             let mut model = Model::new(capacity);
-            for (t, &op) in ops.iter().enumerate() {
-                match op {
-                    Op::Fix(page) => {
-                        if pool.frame_of(page).is_some() {
-                            model.hit(page);
-                            pool.fix(&policy, page);
-                        } else {
-                            let victim = if pool.resident() == capacity {
-                                let v = model.propose();
-                                model.leave(v.unwrap(), true);
-                                v
-                            } else {
-                                None
-                            };
-                            model.load(page);
-                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
-                        }
-                    }
-                    Op::Free(page) => {
-                        if pool.frame_of(page).is_some() {
-                            model.leave(page, false);
-                        }
-                        sim::apply(&mut pool, &policy, op);
-                    }
-                    Op::Propose(outcome) => {
-                        let expected = model.propose();
-                        let proposal = pool.propose(&policy);
-                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
-                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
-                        if let (Some(frame), Some(x)) = (proposal, proposed) {
-                            match outcome {
-                                Outcome::Evict => model.leave(x, true),
-                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
-                                Outcome::Reject(Rejection::InUse) => model.hit(x),
-                                Outcome::Reject(Rejection::SwizzledChildren) => model.skip(x),
-                                Outcome::Reject(Rejection::Root) => model.block(x),
-                                Outcome::Ignore => {}
-                            }
-                            pool.answer(&policy, frame, outcome);
-                        }
-                    }
-                }
+            sim::replay_with_model(capacity, &ops, &policy, &mut model, |pool, model, t, op| {
                 let ghosts: Vec<u64> = model.evicted.iter().copied().collect();
                 let s: Vec<(u64, Kind)> = model.s.iter().map(|&y| (y, model.kind[&y])).collect();
                 let expected = (s, model.q.iter().copied().collect::<Vec<_>>(), ghosts);
-                prop_assert_eq!(lists(&policy, &pool), expected, "after step {} ({:?})", t, op);
+                prop_assert_eq!(lists(&policy, pool), expected, "after step {} ({:?})", t, op);
                 let state = policy.state.lock();
                 let blocked: Vec<u64> = state.blocked.oldest_first().into_iter().map(|f| pool.pages[f].unwrap()).collect();
                 let cursor = state.cursor_node().map(|f| pool.pages[f].unwrap());
                 drop(state);
                 prop_assert_eq!(blocked, Vec::from(model.blocked.clone()), "blocked after step {} ({:?})", t, op);
                 prop_assert_eq!(cursor, model.cursor, "cursor after step {} ({:?})", t, op);
+                Ok(())
+            })?;
+        }
+    }
+
+    /// The model as [`sim::replay_with_model`] drives it.
+    impl sim::PageModel for Model {
+        fn hit(&mut self, page: u64) {
+            Model::hit(self, page);
+        }
+        fn load(&mut self, page: u64) {
+            Model::load(self, page);
+        }
+        fn propose(&mut self) -> Option<u64> {
+            Model::propose(self)
+        }
+        fn leave(&mut self, page: u64, evicted: bool) {
+            Model::leave(self, page, evicted);
+        }
+        fn refused(&mut self, page: u64, why: Rejection) {
+            match why {
+                Rejection::InUse => Model::hit(self, page),
+                Rejection::SwizzledChildren => self.skip(page),
+                Rejection::Root => self.block(page),
+                Rejection::NotResident => unreachable!("a refusal as NotResident is a removal"),
             }
         }
     }

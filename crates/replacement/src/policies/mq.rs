@@ -658,9 +658,8 @@ mod tests {
             life in 1u64..12,
             (capacity, ops) in sim::scenario(10),
         ) {
-            use sim::{Op, Outcome, Pool};
+
             let policy = Mq::with_params(capacity, m, qout, Some(life));
-            let mut pool = Pool::new(capacity);
             let mut model = RejModel {
                 m,
                 life,
@@ -672,47 +671,7 @@ mod tests {
                 qout: VecDeque::new(),
                 cursor: None,
             };
-            for (t, &op) in ops.iter().enumerate() {
-                match op {
-                    Op::Fix(page) => {
-                        if pool.frame_of(page).is_some() {
-                            model.hit(page);
-                            pool.fix(&policy, page);
-                        } else {
-                            let victim = if pool.resident() == capacity {
-                                let v = model.propose();
-                                model.leave(v.unwrap(), true);
-                                v
-                            } else {
-                                None
-                            };
-                            model.load(page);
-                            prop_assert_eq!(pool.fix(&policy, page), victim, "victim at step {} ({:?})", t, op);
-                        }
-                    }
-                    Op::Free(page) => {
-                        if pool.frame_of(page).is_some() {
-                            model.leave(page, false);
-                        }
-                        sim::apply(&mut pool, &policy, op);
-                    }
-                    Op::Propose(outcome) => {
-                        let expected = model.propose();
-                        let proposal = pool.propose(&policy);
-                        let proposed = proposal.map(|f| pool.pages[f.index()].unwrap());
-                        prop_assert_eq!(proposed, expected, "proposal at step {} ({:?})", t, op);
-                        if let (Some(frame), Some(x)) = (proposal, proposed) {
-                            match outcome {
-                                Outcome::Evict => model.leave(x, true),
-                                Outcome::Reject(Rejection::NotResident) => model.leave(x, false),
-                                Outcome::Reject(Rejection::InUse | Rejection::SwizzledChildren) => model.pass(x),
-                                Outcome::Reject(Rejection::Root) => model.block(x),
-                                Outcome::Ignore => {}
-                            }
-                            pool.answer(&policy, frame, outcome);
-                        }
-                    }
-                }
+            sim::replay_with_model(capacity, &ops, &policy, &mut model, |pool, model, t, op| {
                 let page = |f: usize| pool.pages[f].unwrap();
                 let state = policy.state.lock();
                 let lists: Vec<Vec<u64>> = (0..=m).map(|q| state.search.queues.oldest_first(q).into_iter().map(page).collect()).collect();
@@ -728,6 +687,30 @@ mod tests {
                 prop_assert_eq!(qout_ids, want, "Qout after step {} ({:?})", t, op);
                 let want: Vec<(u64, u64)> = freqs.iter().map(|&(p, _)| (p, model.meta[&p].0)).collect();
                 prop_assert_eq!(freqs, want, "frequencies after step {} ({:?})", t, op);
+                Ok(())
+            })?;
+        }
+    }
+
+    /// The model as [`sim::replay_with_model`] drives it.
+    impl sim::PageModel for RejModel {
+        fn hit(&mut self, page: u64) {
+            RejModel::hit(self, page);
+        }
+        fn load(&mut self, page: u64) {
+            RejModel::load(self, page);
+        }
+        fn propose(&mut self) -> Option<u64> {
+            RejModel::propose(self)
+        }
+        fn leave(&mut self, page: u64, evicted: bool) {
+            RejModel::leave(self, page, evicted);
+        }
+        fn refused(&mut self, page: u64, why: Rejection) {
+            match why {
+                Rejection::InUse | Rejection::SwizzledChildren => self.pass(page),
+                Rejection::Root => self.block(page),
+                Rejection::NotResident => unreachable!("a refusal as NotResident is a removal"),
             }
         }
     }
